@@ -1,0 +1,33 @@
+# rlserver: `make run` builds and starts the server on 127.0.0.1:6380, `make test` runs every test.
+GO      ?= go
+ADDR    ?= 127.0.0.1:6380
+BIN     := bin/rlserver
+
+.PHONY: build run test bench bench-server docs clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/rlserver
+
+run: build
+	./$(BIN) -addr $(ADDR)
+
+# go vet, then every test under the race detector (the compat suite needs redis-server
+# on PATH; .ci/run installs it and sets RLSERVER_REQUIRE_REDIS=1 so it never skips).
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+# Engine benchmarks: bytes per key, ns/op per algorithm, GC pause.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./algo/ ./ttl/ ./store/
+
+# rlserver vs redis-server + Lua through redis-benchmark, in the same run.
+bench-server: build
+	./scripts/bench-server.sh
+
+# Regenerate docs/commands.md from the command table.
+docs:
+	$(GO) test ./resp -run TestCommandsDoc -update
+
+clean:
+	rm -rf bin
