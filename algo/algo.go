@@ -4,7 +4,18 @@
 // new state and a Decision. Nothing here reads a clock, locks, or does I/O: time is
 // passed in as microseconds since the Unix epoch, as golang.org/x/time/rate passes it,
 // so tests never sleep. The wire contract is ../shared/spec/COMMANDS.md.
+//
+// The Lua reference scripts must reproduce every reply bit for bit, so each float64
+// formula is evaluated in the order its comment writes, one rounding per operation.
+// A product that feeds an addition or subtraction is wrapped in float64(...): the Go
+// spec lets the compiler fuse x*y+z into one FMA (one rounding) unless an explicit
+// conversion forces the product's rounding, and Lua never fuses.
+//
+// now must lie in (0, 2^53): times and integer durations then convert to float64
+// exactly, and floor(now/W) computed in doubles (Lua) equals the integer division here.
 package algo
+
+import "math"
 
 // Kind names an algorithm. A key holds the state of exactly one kind.
 type Kind uint8
@@ -20,30 +31,87 @@ const (
 	KindThrottle                 // CL.THROTTLE: redis-cell's GCRA
 )
 
-// Request is one parsed call. Durations are in microseconds.
+// Request is one parsed call, as Parse builds it. Durations are in microseconds.
 type Request struct {
-	Kind   Kind
+	Kind   Kind  // the command
 	Limit  int64 // L: the limit, the bucket's capacity (TOKEN), or max_burst (CL.THROTTLE)
 	Window int64 // W in µs: window_ms·1000, or period_s·1e6 for CL.THROTTLE
-	Rate   int64 // TOKEN: tokens refilled per window; CL.THROTTLE: count_per_period
-	Burst  int64 // GCRA: burst b
-	Queue  int64 // LEAKY: queue q
+	Rate   int64 // TOKEN: tokens refilled per window, 0 = Limit; CL.THROTTLE: count_per_period
+	Burst  int64 // GCRA: burst b, 0 = Limit
+	Queue  int64 // LEAKY: queue q (default 0)
 	Cost   int64 // c: COST, or CL.THROTTLE's quantity
-	Peek   bool  // decide, but write nothing
+	Peek   bool  // decide and reply as usual, but write nothing
 }
 
 // Decision is the answer to one call: the five wire fields, and what the store must do.
 type Decision struct {
-	Allowed    bool
-	Limit      int64
-	Remaining  int64
-	RetryAfter int64 // ms (CL.THROTTLE: s); see the contract for 0 and -1
-	ResetAfter int64 // ms (CL.THROTTLE: s)
+	Allowed    bool  // field 1 (CL.THROTTLE answers its inverse, "limited")
+	Limit      int64 // field 2: L, b for RL.GCRA, max_burst+1 for CL.THROTTLE
+	Remaining  int64 // field 3: cost-1 requests that would pass right after this call
+	RetryAfter int64 // field 4, ms (CL.THROTTLE: s); see the contract for 0 and -1
+	ResetAfter int64 // field 5, ms (CL.THROTTLE: s): until the key is fresh again
 
 	// Write is true when the state changed and must be stored: an allowed call with
-	// cost > 0 that is not PEEK. A limited call consumes nothing and writes nothing.
+	// cost > 0 that is not PEEK. A limited call consumes nothing and writes nothing,
+	// and then the returned state is the input state.
 	Write bool
-	// FreshAt is the moment (µs) the written state is fresh again, when the key can be
-	// removed. FreshAt <= now means the new state is already fresh: delete the key.
+	// FreshAt is the moment (µs) the state the reply describes is fresh again: now plus
+	// reset_after, exact (not rounded to ms), rounded up to a whole µs. When Write is true
+	// that is the written state, and the key can be removed at FreshAt. FreshAt <= now
+	// means the state is already fresh: nothing to keep.
 	FreshAt int64
+}
+
+// maxDuration (µs, about 285 years) caps every float duration before it becomes an
+// integer: GCRA's tolerance or a token bucket's refill can reach 1e9 windows of a year
+// (3e22 µs), past int64 µs. Lua must clamp the same way: math.min(x, 2^53).
+const maxDuration = 1 << 53
+
+// msCeil is the contract's ms(x) = ceil(x/1000) for a duration x in µs, negative
+// durations as 0 and long ones capped at maxDuration.
+// Lua: math.ceil(math.min(math.max(x, 0), 2^53) / 1000).
+func msCeil(x float64) int64 {
+	if !(x > 0) {
+		return 0
+	}
+	return int64(math.Ceil(min(x, maxDuration) / 1000))
+}
+
+// msCeilInt is msCeil for an integer duration. It equals the float64 version for
+// 0 <= x < 2^53: x/1000 is then at least 0.001 away from the next integer when x is
+// not a multiple of 1000, more than half an ulp (<= 2^-10) of x/1000, so the division
+// never rounds onto the integer that ceil would keep.
+func msCeilInt(x int64) int64 {
+	if x <= 0 {
+		return 0
+	}
+	return (min(x, maxDuration) + 999) / 1000
+}
+
+// freshAt is the first whole µs at or after t, the moment a float state is fresh: now
+// if t is past, so that every state already fresh answers alike, and capped at
+// now+maxDuration like the durations the reply shows.
+func freshAt(t float64, now int64) int64 {
+	switch x := t - float64(now); {
+	case x <= 0:
+		return now
+	case x > maxDuration:
+		return now + maxDuration
+	}
+	return int64(math.Ceil(t))
+}
+
+// settleRetry moves a wait of ms milliseconds, computed by a contract formula, by one ms
+// where the algorithm's own test (passesAt, at a moment in µs) disagrees with it:
+// formula and test round differently, and where the exact answer is a whole ms that
+// left the wait one ms early or late. Lua:
+// if not passes(now + R*1000) then R = R + 1 elseif R > 1 and passes(now + (R-1)*1000) then R = R - 1 end
+func settleRetry(ms, now int64, passesAt func(int64) bool) int64 {
+	switch {
+	case !passesAt(now + ms*1000):
+		return ms + 1
+	case ms > 1 && passesAt(now+(ms-1)*1000):
+		return ms - 1
+	}
+	return ms
 }

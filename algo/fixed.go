@@ -1,0 +1,40 @@
+package algo
+
+// FixedState is RL.FIXED's state: the index of the window its count belongs to, and
+// the cost admitted in that window. The zero value is a fresh key.
+type FixedState struct{ Window, Count int64 }
+
+// Fixed decides one RL.FIXED call. Windows are aligned to multiples of W since the
+// epoch, w = floor(now/W); a count stored for another window is 0. All integer math.
+func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
+	limit, cost := r.Limit, r.Cost
+	w := now / r.Window
+	end := (w + 1) * r.Window
+	var count int64
+	if s.Window == w {
+		count = s.Count
+	}
+	// A cost above the limit fails here too: count is never negative.
+	allowed := cost == 0 || count+cost <= limit
+	after := count
+	if allowed {
+		after += cost
+	}
+	d := Decision{Allowed: allowed, Limit: limit, Remaining: max(0, limit-after), FreshAt: now}
+	switch {
+	case allowed:
+	case cost > limit:
+		d.RetryAfter = -1
+	default:
+		d.RetryAfter = msCeilInt(end - now)
+	}
+	if after > 0 {
+		d.ResetAfter = msCeilInt(end - now)
+		d.FreshAt = end
+	}
+	if allowed && cost > 0 && !r.Peek {
+		d.Write = true
+		return FixedState{Window: w, Count: after}, d
+	}
+	return s, d
+}

@@ -1,0 +1,165 @@
+package algo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// Argument ranges. Every bound keeps the arithmetic far from overflow: limit·1000 and
+// window_ms·1000 fit easily in int64, and CL.THROTTLE's period_s·1e6 stays a year.
+const (
+	maxLimit    = 1_000_000_000  // limit, RATE, BURST, QUEUE, max_burst, count_per_period, quantity
+	maxWindowMs = 31_536_000_000 // window_ms: one year
+	maxPeriodS  = 31_536_000     // period_s: one year
+	costPerUnit = 1000           // COST may reach limit·1000
+)
+
+// Errors with a fixed text; those naming a computed bound are built where they occur.
+var (
+	errSyntax      = errors.New("ERR syntax error")
+	errLimit       = errors.New("ERR limit must be an integer between 1 and 1000000000")
+	errWindow      = errors.New("ERR window_ms must be an integer between 1 and 31536000000")
+	errRate        = errors.New("ERR rate must be an integer between 1 and 1000000000")
+	errBurst       = errors.New("ERR burst must be an integer between 1 and 1000000000")
+	errQueue       = errors.New("ERR queue must be an integer between 0 and 1000000000")
+	errMaxBurst    = errors.New("ERR max_burst must be an integer between 0 and 1000000000")
+	errCount       = errors.New("ERR count_per_period must be an integer between 1 and 1000000000")
+	errPeriod      = errors.New("ERR period_s must be an integer between 1 and 31536000")
+	errQuantity    = errors.New("ERR quantity must be an integer between 0 and 1000000000")
+	errUnknownKind = errors.New("ERR unknown rate limiter kind")
+	errArity       = arityErrors()
+)
+
+// arityErrors builds, per Kind, the error Redis gives for a wrong argument count.
+func arityErrors() [len(kindNames)]error {
+	var errs [len(kindNames)]error
+	for k := range errs {
+		errs[k] = fmt.Errorf("ERR wrong number of arguments for '%s' command", Kind(k).Command())
+	}
+	return errs
+}
+
+// Parse reads the arguments that follow the key (positional, then options in any order,
+// case-insensitive, the last of a repeated option winning) and validates them. Errors are
+// complete Redis error lines, e.g. "ERR limit must be an integer between 1 and 1000000000".
+//
+// RL.* take limit and window_ms, then COST n and PEEK, plus RATE r (RL.TOKEN), BURST b
+// (RL.GCRA) or QUEUE q (RL.LEAKY); any other option is "ERR syntax error". RL.LOG's limit
+// is at most maxLogLimit (capped at 1e9). CL.THROTTLE takes max_burst (0..1e9),
+// count_per_period (1..1e9), period_s (1..31536000, a year) and an optional quantity
+// (0..1e9, default 1), and no options: like redis-cell, any other count of arguments is
+// an arity error. Integers are spelled as Redis reads them: optional '-', no '+', no
+// leading zeros, no spaces.
+func Parse(kind Kind, args [][]byte, maxLogLimit int64) (Request, error) {
+	switch {
+	case kind == KindThrottle:
+		return parseThrottle(args)
+	case kind < KindFixed || kind > KindThrottle:
+		return Request{}, errUnknownKind
+	case len(args) < 2:
+		return Request{}, errArity[kind]
+	}
+	r := Request{Kind: kind, Cost: 1}
+	maxL := int64(maxLimit)
+	if kind == KindLog {
+		maxL = min(maxLogLimit, maxLimit)
+	}
+	var ok bool
+	if r.Limit, ok = parseRange(args[0], 1, maxL); !ok {
+		if kind == KindLog {
+			return Request{}, fmt.Errorf("ERR limit must be an integer between 1 and %d", maxL)
+		}
+		return Request{}, errLimit
+	}
+	ms, ok := parseRange(args[1], 1, maxWindowMs)
+	if !ok {
+		return Request{}, errWindow
+	}
+	r.Window = ms * 1000
+
+	for i := 2; i < len(args); i++ {
+		opt := args[i]
+		if bytes.EqualFold(opt, []byte("PEEK")) {
+			r.Peek = true
+			continue
+		}
+		var dst *int64
+		var lo, hi int64
+		var bad error
+		switch {
+		case bytes.EqualFold(opt, []byte("COST")):
+			dst, lo, hi = &r.Cost, 0, r.Limit*costPerUnit
+		case kind == KindToken && bytes.EqualFold(opt, []byte("RATE")):
+			dst, lo, hi, bad = &r.Rate, 1, maxLimit, errRate
+		case kind == KindGCRA && bytes.EqualFold(opt, []byte("BURST")):
+			dst, lo, hi, bad = &r.Burst, 1, maxLimit, errBurst
+		case kind == KindLeaky && bytes.EqualFold(opt, []byte("QUEUE")):
+			dst, lo, hi, bad = &r.Queue, 0, maxLimit, errQueue
+		default:
+			return Request{}, errSyntax
+		}
+		if i+1 == len(args) {
+			return Request{}, errSyntax // the option's value is missing
+		}
+		i++
+		if *dst, ok = parseRange(args[i], lo, hi); !ok {
+			if bad == nil {
+				return Request{}, fmt.Errorf("ERR cost must be an integer between 0 and %d", hi)
+			}
+			return Request{}, bad
+		}
+	}
+	return r, nil
+}
+
+// parseThrottle reads CL.THROTTLE's max_burst count_per_period period_s [quantity].
+func parseThrottle(args [][]byte) (Request, error) {
+	if len(args) != 3 && len(args) != 4 {
+		return Request{}, errArity[KindThrottle]
+	}
+	r := Request{Kind: KindThrottle, Cost: 1}
+	var ok bool
+	if r.Limit, ok = parseRange(args[0], 0, maxLimit); !ok {
+		return Request{}, errMaxBurst
+	}
+	if r.Rate, ok = parseRange(args[1], 1, maxLimit); !ok {
+		return Request{}, errCount
+	}
+	period, ok := parseRange(args[2], 1, maxPeriodS)
+	if !ok {
+		return Request{}, errPeriod
+	}
+	r.Window = period * 1_000_000
+	if len(args) == 4 {
+		if r.Cost, ok = parseRange(args[3], 0, maxLimit); !ok {
+			return Request{}, errQuantity
+		}
+	}
+	return r, nil
+}
+
+// parseRange parses b as Redis parses an integer argument and reports whether it is
+// one within [lo, hi]. hi must be below 1e18, so 18 digits never overflow.
+func parseRange(b []byte, lo, hi int64) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	digits := b
+	if neg {
+		digits = b[1:]
+	}
+	// No digit, a leading zero ("0" alone excepted) or more digits than any bound has.
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var v int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, v >= lo && v <= hi
+}

@@ -1,0 +1,227 @@
+package algo
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	req := func(kind Kind, limit, window, cost int64) Request {
+		return Request{Kind: kind, Limit: limit, Window: window, Cost: cost}
+	}
+	tokenRate := req(KindToken, 10, ms(1000), 2)
+	tokenRate.Rate = 5
+	gcraBurst := req(KindGCRA, 10, ms(1000), 1)
+	gcraBurst.Burst = 20
+	leakyQueue := req(KindLeaky, 10, ms(1000), 1)
+	leakyQueue.Queue = 1e9
+	peek := req(KindFixed, 10, ms(1000), 5)
+	peek.Peek = true
+	peekCost0 := req(KindSlide, 10, ms(1000), 0)
+	peekCost0.Peek = true
+	throttle := Request{Kind: KindThrottle, Limit: 15, Rate: 30, Window: 60_000_000, Cost: 1}
+	throttleMax := Request{Kind: KindThrottle, Limit: 1e9, Rate: 1e9, Window: 31_536_000_000_000, Cost: 1e9}
+	throttleZero := Request{Kind: KindThrottle, Limit: 0, Rate: 1, Window: 1_000_000, Cost: 0}
+
+	for _, c := range []struct {
+		kind Kind
+		args string
+		want Request
+	}{
+		{KindFixed, "10 1000", req(KindFixed, 10, ms(1000), 1)},
+		{KindFixed, "1 1", req(KindFixed, 1, 1000, 1)},
+		{KindFixed, "1000000000 31536000000", req(KindFixed, 1e9, year, 1)},
+		{KindFixed, "10 1000 cost 5 peek", peek},
+		{KindFixed, "10 1000 PEEK CoSt 5", peek},
+		{KindFixed, "10 1000 COST 2 COST 5 PEEK PEEK", peek}, // the last COST wins
+		{KindSlide, "10 1000 COST 0 PEEK", peekCost0},
+		{KindLog, "10 1000 COST 10000", req(KindLog, 10, ms(1000), 10000)},
+		{KindLog, "100000 1000", req(KindLog, 100000, ms(1000), 1)},
+		{KindToken, "10 1000 RATE 5 COST 2", tokenRate},
+		{KindToken, "10 1000 cost 2 rate 1 Rate 5", tokenRate},
+		{KindGCRA, "10 1000 BURST 20", gcraBurst},
+		{KindLeaky, "10 1000 QUEUE 1000000000", leakyQueue},
+		{KindLeaky, "10 1000 QUEUE 0", req(KindLeaky, 10, ms(1000), 1)},
+		{KindThrottle, "15 30 60", throttle},
+		{KindThrottle, "1000000000 1000000000 31536000 1000000000", throttleMax},
+		{KindThrottle, "0 1 1 0", throttleZero},
+	} {
+		got, err := Parse(c.kind, split(c.args), 100_000)
+		if err != nil || got != c.want {
+			t.Errorf("Parse(%v, %q) = %+v, %v; want %+v", c.kind, c.args, got, err, c.want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	const (
+		limit  = "ERR limit must be an integer between 1 and 1000000000"
+		window = "ERR window_ms must be an integer between 1 and 31536000000"
+		syntax = "ERR syntax error"
+	)
+	for _, c := range []struct {
+		kind Kind
+		args []string
+		want string
+	}{
+		{KindToken, nil, "ERR wrong number of arguments for 'rl.token' command"},
+		{KindFixed, []string{"10"}, "ERR wrong number of arguments for 'rl.fixed' command"},
+		{KindSlide, []string{"10"}, "ERR wrong number of arguments for 'rl.slide' command"},
+		{KindLog, []string{"10"}, "ERR wrong number of arguments for 'rl.log' command"},
+		{KindGCRA, []string{"10"}, "ERR wrong number of arguments for 'rl.gcra' command"},
+		{KindLeaky, []string{"10"}, "ERR wrong number of arguments for 'rl.leaky' command"},
+		{KindThrottle, []string{"15", "30"}, "ERR wrong number of arguments for 'cl.throttle' command"},
+		{KindThrottle, []string{"15", "30", "60", "1", "2"}, "ERR wrong number of arguments for 'cl.throttle' command"},
+		{Kind(0), []string{"10", "1000"}, "ERR unknown rate limiter kind"},
+		{Kind(99), []string{"10", "1000"}, "ERR unknown rate limiter kind"},
+
+		// Integers as Redis reads them, in range.
+		{KindFixed, []string{"0", "1000"}, limit},
+		{KindFixed, []string{"1000000001", "1000"}, limit},
+		{KindFixed, []string{"99999999999999999999999", "1000"}, limit},
+		{KindFixed, []string{"-1", "1000"}, limit},
+		{KindFixed, []string{"-0", "1000"}, limit},
+		{KindFixed, []string{"-", "1000"}, limit},
+		{KindFixed, []string{"+1", "1000"}, limit},
+		{KindFixed, []string{"01", "1000"}, limit},
+		{KindFixed, []string{"1.5", "1000"}, limit},
+		{KindFixed, []string{" 1", "1000"}, limit},
+		{KindFixed, []string{"1e3", "1000"}, limit},
+		{KindFixed, []string{"", "1000"}, limit},
+		{KindFixed, []string{"ten", "1000"}, limit},
+		{KindFixed, []string{"10", "0"}, window},
+		{KindFixed, []string{"10", "31536000001"}, window},
+		{KindFixed, []string{"10", "1s"}, window},
+		{KindFixed, []string{"0", "0"}, limit}, // the first bad argument is named
+		{KindLog, []string{"100001", "1000"}, "ERR limit must be an integer between 1 and 100000"},
+		{KindToken, []string{"1000000001", "1000"}, limit},
+
+		// Options.
+		{KindFixed, []string{"10", "1000", "COST"}, syntax},
+		{KindFixed, []string{"10", "1000", "PEEK", "COST"}, syntax},
+		{KindFixed, []string{"10", "1000", "COST", "10001"}, "ERR cost must be an integer between 0 and 10000"},
+		{KindFixed, []string{"10", "1000", "COST", "-1"}, "ERR cost must be an integer between 0 and 10000"},
+		{KindFixed, []string{"10", "1000", "COST", "x"}, "ERR cost must be an integer between 0 and 10000"},
+		{KindFixed, []string{"1000000000", "1000", "COST", "1000000000001"}, "ERR cost must be an integer between 0 and 1000000000000"},
+		{KindFixed, []string{"10", "1000", "COST", "20", "COST", "x"}, "ERR cost must be an integer between 0 and 10000"},
+		{KindFixed, []string{"10", "1000", "FOO"}, syntax},
+		{KindFixed, []string{"10", "1000", "PEEKS"}, syntax},
+		{KindFixed, []string{"10", "1000", "1"}, syntax},
+		{KindFixed, []string{"10", "1000", "RATE", "5"}, syntax},
+		{KindSlide, []string{"10", "1000", "BURST", "5"}, syntax},
+		{KindLog, []string{"10", "1000", "QUEUE", "5"}, syntax},
+		{KindToken, []string{"10", "1000", "BURST", "5"}, syntax},
+		{KindGCRA, []string{"10", "1000", "QUEUE", "5"}, syntax},
+		{KindLeaky, []string{"10", "1000", "RATE", "5"}, syntax},
+		{KindToken, []string{"10", "1000", "RATE"}, syntax},
+		{KindToken, []string{"10", "1000", "RATE", "0"}, "ERR rate must be an integer between 1 and 1000000000"},
+		{KindToken, []string{"10", "1000", "RATE", "1000000001"}, "ERR rate must be an integer between 1 and 1000000000"},
+		{KindGCRA, []string{"10", "1000", "BURST", "0"}, "ERR burst must be an integer between 1 and 1000000000"},
+		{KindGCRA, []string{"10", "1000", "BURST", "1000000001"}, "ERR burst must be an integer between 1 and 1000000000"},
+		{KindLeaky, []string{"10", "1000", "QUEUE", "-1"}, "ERR queue must be an integer between 0 and 1000000000"},
+		{KindLeaky, []string{"10", "1000", "QUEUE", "1000000001"}, "ERR queue must be an integer between 0 and 1000000000"},
+
+		// CL.THROTTLE.
+		{KindThrottle, []string{"-1", "30", "60"}, "ERR max_burst must be an integer between 0 and 1000000000"},
+		{KindThrottle, []string{"1000000001", "30", "60"}, "ERR max_burst must be an integer between 0 and 1000000000"},
+		{KindThrottle, []string{"15", "0", "60"}, "ERR count_per_period must be an integer between 1 and 1000000000"},
+		{KindThrottle, []string{"15", "1000000001", "60"}, "ERR count_per_period must be an integer between 1 and 1000000000"},
+		{KindThrottle, []string{"15", "30", "0"}, "ERR period_s must be an integer between 1 and 31536000"},
+		{KindThrottle, []string{"15", "30", "31536001"}, "ERR period_s must be an integer between 1 and 31536000"},
+		{KindThrottle, []string{"15", "30", "60", "-1"}, "ERR quantity must be an integer between 0 and 1000000000"},
+		{KindThrottle, []string{"15", "30", "60", "1000000001"}, "ERR quantity must be an integer between 0 and 1000000000"},
+		{KindThrottle, []string{"15", "30", "60", "PEEK"}, "ERR quantity must be an integer between 0 and 1000000000"},
+	} {
+		args := make([][]byte, len(c.args))
+		for i, a := range c.args {
+			args[i] = []byte(a)
+		}
+		got, err := Parse(c.kind, args, 100_000)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Parse(%v, %q) = %+v, %v; want error %q", c.kind, c.args, got, err, c.want)
+		}
+	}
+}
+
+func TestParseLogLimitCapped(t *testing.T) {
+	// A -max-log-limit above 1e9 cannot lift RL.LOG over the common bound.
+	_, err := Parse(KindLog, split("1000000001 1000"), 1<<40)
+	if err == nil || err.Error() != "ERR limit must be an integer between 1 and 1000000000" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestKindNames(t *testing.T) {
+	for _, c := range []struct {
+		kind Kind
+		want string
+	}{
+		{KindFixed, "rl.fixed"},
+		{KindSlide, "rl.slide"},
+		{KindLog, "rl.log"},
+		{KindToken, "rl.token"},
+		{KindGCRA, "rl.gcra"},
+		{KindLeaky, "rl.leaky"},
+		{KindThrottle, "cl.throttle"},
+		{Kind(0), "none"},
+		{Kind(8), "none"},
+		{Kind(255), "none"},
+	} {
+		if got := c.kind.String(); got != c.want {
+			t.Errorf("Kind(%d).String() = %q, want %q", c.kind, got, c.want)
+		}
+		if got := c.kind.Command(); got != c.want {
+			t.Errorf("Kind(%d).Command() = %q, want %q", c.kind, got, c.want)
+		}
+	}
+}
+
+// FuzzParse checks that any input parses without panic into either an error line
+// starting "ERR " or a request within the contract's ranges that every algorithm
+// decides without panic. Its seed corpus runs in plain go test.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []struct {
+		kind uint8
+		args string
+	}{
+		{1, "10 1000"}, {2, "10 1000 COST 0 PEEK"}, {3, "100000 31536000000 cost 5"},
+		{4, "10 1000 RATE 5"}, {5, "10 1000 BURST 3 COST 30"}, {6, "10 1000 QUEUE 0 PEEK"},
+		{7, "15 30 60"}, {7, "0 1 1 0"}, {7, "15 30 60 1 2"}, {1, "10"}, {0, "10 1000"},
+		{4, "10 1000 RATE"}, {1, "-0 01"}, {1, "99999999999999999999 1"}, {1, "1 1 FOO"},
+		{5, "1000000000 1 BURST 1000000000 COST 1000000000000"}, {8, "1 1"},
+	} {
+		f.Add(seed.kind, seed.args)
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, args string) {
+		r, err := Parse(Kind(kind), split(args), 100_000)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "ERR ") {
+				t.Fatalf("error %q does not start with ERR", err)
+			}
+			return
+		}
+		checkRequest(t, r)
+		var m machine
+		for _, now := range []int64{base, base + r.Window/2, base + 3*r.Window} {
+			m.do(t, r, now)
+		}
+	})
+}
+
+// checkRequest fails unless r lies within the ranges Parse promises.
+func checkRequest(t *testing.T, r Request) {
+	t.Helper()
+	in := func(v, lo, hi int64) bool { return v >= lo && v <= hi }
+	ok := r.Kind >= KindFixed && r.Kind <= KindThrottle && !(r.Kind == KindThrottle && r.Peek)
+	if r.Kind == KindThrottle {
+		ok = ok && in(r.Limit, 0, 1e9) && in(r.Rate, 1, 1e9) && r.Window%1_000_000 == 0 &&
+			in(r.Window, 1_000_000, year) && in(r.Cost, 0, 1e9)
+	} else {
+		ok = ok && in(r.Limit, 1, 1e9) && r.Window%1000 == 0 && in(r.Window, 1000, year) &&
+			in(r.Cost, 0, r.Limit*1000) && (r.Rate == 0 || in(r.Rate, 1, 1e9)) &&
+			(r.Burst == 0 || in(r.Burst, 1, 1e9)) && in(r.Queue, 0, 1e9)
+	}
+	if !ok {
+		t.Fatalf("Parse gave a request out of range: %+v", r)
+	}
+}
