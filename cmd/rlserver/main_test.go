@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/resp"
+)
+
+func TestHelpListsEveryFlagWithDefault(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := parseFlags([]string{"-h"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: err = %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{
+		"-addr host:port\n", "(default: 127.0.0.1:6380)",
+		"-shards int\n", "(default: 0)",
+		"-max-log-limit int\n", "(default: 100000)",
+		"-enable-debug-command\n", "(default: false)",
+		"-loglevel level\n", "(default: INFO)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+		want options
+	}{
+		{nil, true, options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000}}},
+		{[]string{"-addr", ":7000", "-shards", "64", "-max-log-limit", "10", "-enable-debug-command", "-loglevel", "debug"}, true,
+			options{addr: ":7000", level: slog.LevelDebug, cfg: resp.Config{Shards: 64, MaxLogLimit: 10, EnableDebugCommand: true}}},
+		{[]string{"-loglevel", "loud"}, false, options{}},
+		{[]string{"-shards", "x"}, false, options{}},
+		{[]string{"-nosuch"}, false, options{}},
+		{[]string{"extra"}, false, options{}},
+	} {
+		var out bytes.Buffer
+		got, err := parseFlags(tc.args, &out)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: err = %v, want ok=%v", tc.args, err, tc.ok)
+			continue
+		}
+		if !tc.ok && !strings.Contains(out.String(), "Usage: rlserver") {
+			t.Errorf("%q: the error is not followed by the usage:\n%s", tc.args, out.String())
+		}
+		if tc.ok && got != tc.want {
+			t.Errorf("%q: got %+v, want %+v", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, o := range []options{
+		{addr: "127.0.0.1:0", cfg: resp.Config{Shards: 3}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{MaxLogLimit: -1}},
+		{addr: "not an address", cfg: resp.Config{}},
+	} {
+		if err := run(context.Background(), o, logger); err == nil {
+			t.Errorf("run(%+v) started", o)
+		}
+	}
+}
+
+// TestServeStops: the server stops cleanly on a signal (the context) and on SHUTDOWN.
+func TestServeStops(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, how := range []string{"signal", "SHUTDOWN"} {
+		srv, err := resp.NewServer(resp.Config{Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, srv, ln, logger) }()
+		// No retries: after SHUTDOWN, go-redis's retry of the EOF could only fail to dial.
+		rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1})
+		got, err := rdb.Do(ctx, "RL.TOKEN", "user:1", 10, 1000).Int64Slice()
+		if err != nil || len(got) != 5 || got[0] != 1 || got[2] != 9 {
+			t.Errorf("%s: RL.TOKEN = %v, %v", how, got, err)
+		}
+		if how == "signal" {
+			cancel()
+		} else if err := rdb.Shutdown(ctx).Err(); err != nil {
+			t.Errorf("SHUTDOWN: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("%s: serve returned %v", how, err)
+		}
+		rdb.Close()
+		cancel()
+	}
+}

@@ -1,0 +1,80 @@
+package resp
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+)
+
+// BenchmarkServer measures whole requests over loopback TCP: RESP parsing,
+// dispatch, the store and the reply, at pipeline depths 1 and 16. Keys cycle over
+// 1024 names so several shards work. allocs/op counts the server's allocations
+// (the client side here allocates nothing per request).
+func BenchmarkServer(b *testing.B) {
+	for _, bc := range []struct{ name, cmd string }{
+		{"RL.TOKEN", "RL.TOKEN user:%d 100 1000"},
+		{"RL.GCRA", "RL.GCRA user:%d 100 1000"},
+		{"RL.LOG", "RL.LOG user:%d 100 1000"},
+		{"PING", "PING"},
+	} {
+		for _, depth := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/P%d", bc.name, depth), func(b *testing.B) {
+				benchPipeline(b, bc.cmd, depth)
+			})
+		}
+	}
+}
+
+func benchPipeline(b *testing.B, format string, depth int) {
+	ts := startServer(b, Config{})
+	conn, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	// Pre-built batches: 1024 keys / depth distinct pipelines, used in turn.
+	var batches [][]byte
+	for k := 0; k < 1024; k += depth {
+		var buf bytes.Buffer
+		for i := 0; i < depth; i++ {
+			line := format
+			if strings.Contains(format, "%d") {
+				line = fmt.Sprintf(format, k+i)
+			}
+			writeCommand(&buf, line)
+		}
+		batches = append(batches, buf.Bytes())
+	}
+	// Replies of a pipeline are read whole: count the lines, 6 per RL.* reply.
+	linesPerReply := 6
+	if format == "PING" {
+		linesPerReply = 1
+	}
+	rd := make([]byte, 64<<10)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += depth {
+		if _, err := conn.Write(batches[(i/depth)%len(batches)]); err != nil {
+			b.Fatal(err)
+		}
+		for lines := 0; lines < depth*linesPerReply; {
+			n, err := conn.Read(rd)
+			if err != nil && err != io.EOF {
+				b.Fatal(err)
+			}
+			lines += bytes.Count(rd[:n], []byte("\n"))
+		}
+	}
+}
+
+// writeCommand encodes a space-separated command line as a RESP array.
+func writeCommand(buf *bytes.Buffer, line string) {
+	words := bytes.Fields([]byte(line))
+	fmt.Fprintf(buf, "*%d\r\n", len(words))
+	for _, w := range words {
+		fmt.Fprintf(buf, "$%d\r\n%s\r\n", len(w), w)
+	}
+}

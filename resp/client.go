@@ -1,0 +1,123 @@
+package resp
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// client is the state of one connection. Its own goroutine runs its commands;
+// CLIENT LIST and INFO read it from others, hence the atomics and the mutex.
+type client struct {
+	id      int64
+	conn    redcon.Conn
+	w       *redcon.Writer // conn's reply buffer, flushed by redcon after each batch
+	addr    string
+	laddr   string
+	created time.Time
+	scratch []byte // reused for reply headers
+
+	// The time of the pipeline being run (see serveCommand), valid while batchOpen.
+	batchNow  int64
+	batchOpen bool
+
+	proto    atomic.Int32 // 2 or 3, set by HELLO
+	commands atomic.Uint64
+	errors   atomic.Uint64
+	last     atomic.Pointer[command]
+
+	mu      sync.Mutex // guards the fields below
+	name    string
+	libName string
+	libVer  string
+}
+
+func (c *client) resp3() bool { return c.proto.Load() == 3 }
+
+// writeError sends an error line and counts it for INFO.
+func (c *client) writeError(msg string) {
+	c.errors.Add(1)
+	c.w.WriteError(msg)
+}
+
+// writeHeader writes a RESP aggregate header such as "%2\r\n".
+func (c *client) writeHeader(kind byte, n int) {
+	b := append(c.scratch[:0], kind)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, '\r', '\n')
+	c.w.WriteRaw(b)
+	c.scratch = b
+}
+
+// writeMap starts a map of n pairs: a RESP3 map, or in RESP2 a flat array of 2n
+// elements, as Redis does.
+func (c *client) writeMap(n int) {
+	if c.resp3() {
+		c.writeHeader('%', n)
+		return
+	}
+	c.w.WriteArray(2 * n)
+}
+
+// writeSet starts a set of n elements (an array in RESP2).
+func (c *client) writeSet(n int) {
+	if c.resp3() {
+		c.writeHeader('~', n)
+		return
+	}
+	c.w.WriteArray(n)
+}
+
+// writeNull writes the null reply: "_" in RESP3, the null bulk string in RESP2.
+func (c *client) writeNull() {
+	if c.resp3() {
+		c.w.WriteRaw([]byte("_\r\n"))
+		return
+	}
+	c.w.WriteNull()
+}
+
+// writeStatuses writes a set of simple strings, as Redis writes command flags.
+func (c *client) writeStatuses(ss []string) {
+	c.writeSet(len(ss))
+	for _, s := range ss {
+		c.w.WriteString(s)
+	}
+}
+
+// info is the line CLIENT INFO and CLIENT LIST show for c, in Redis's format.
+func (c *client) info(now time.Time) string {
+	c.mu.Lock()
+	name, libName, libVer := c.name, c.libName, c.libVer
+	c.mu.Unlock()
+	cmd := "NULL"
+	if last := c.last.Load(); last != nil {
+		cmd = last.full
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, "id="...)
+	b = strconv.AppendInt(b, c.id, 10)
+	b = append(b, " addr="...)
+	b = append(b, c.addr...)
+	b = append(b, " laddr="...)
+	b = append(b, c.laddr...)
+	b = append(b, " name="...)
+	b = append(b, name...)
+	b = append(b, " age="...)
+	b = strconv.AppendInt(b, int64(now.Sub(c.created)/time.Second), 10)
+	b = append(b, " flags=N db=0 tot-cmds="...)
+	b = strconv.AppendUint(b, c.commands.Load(), 10)
+	b = append(b, " cmd="...)
+	b = append(b, cmd...)
+	b = append(b, " user=default resp="...)
+	b = strconv.AppendInt(b, int64(c.proto.Load()), 10)
+	b = append(b, " lib-name="...)
+	b = append(b, libName...)
+	b = append(b, " lib-ver="...)
+	b = append(b, libVer...)
+	b = append(b, '\n')
+	return string(b)
+}

@@ -1,0 +1,252 @@
+package resp
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+const (
+	errNoPassword = "ERR AUTH <password> called without any password configured for the default user. " +
+		"Are you sure your configuration is correct?"
+	errWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+	errBadName   = "ERR Client names cannot contain spaces, newlines or special characters."
+)
+
+func cmdPing(_ *Server, c *client, args [][]byte, _ int64) {
+	switch len(args) {
+	case 1:
+		c.w.WriteString("PONG")
+	case 2:
+		c.w.WriteBulk(args[1])
+	default:
+		c.writeError("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+func cmdEcho(_ *Server, c *client, args [][]byte, _ int64) {
+	c.w.WriteBulk(args[1])
+}
+
+// cmdQuit answers OK and closes the connection. Commands pipelined after QUIT are
+// dropped, as Redis drops them.
+func cmdQuit(_ *Server, c *client, _ [][]byte, _ int64) {
+	c.w.WriteString("OK")
+	c.conn.ReadPipeline()
+	c.conn.Close()
+}
+
+// checkAuth answers whether user/pass would log in. No password is configured, so
+// as in Redis without requirepass the default user (which has nopass) is accepted
+// with any password, and every other user is refused.
+func checkAuth(user []byte) bool {
+	return string(user) == "default"
+}
+
+func cmdAuth(_ *Server, c *client, args [][]byte, _ int64) {
+	switch len(args) {
+	case 2:
+		c.writeError(errNoPassword)
+	case 3:
+		if !checkAuth(args[1]) {
+			c.writeError(errWrongPass)
+			return
+		}
+		c.w.WriteString("OK")
+	default:
+		c.writeError(errSyntax)
+	}
+}
+
+// cmdHello serves HELLO [protover [AUTH username password] [SETNAME clientname]]:
+// switch protocol, then answer the server's details as a map in the new protocol.
+// Everything is checked before anything changes.
+func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
+	proto := c.proto.Load()
+	var name []byte
+	setName := false
+	if len(args) > 1 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			c.writeError("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			c.writeError("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = int32(v)
+	}
+	var user []byte
+	for i := 2; i < len(args); i++ {
+		more := len(args) - i - 1
+		switch {
+		case bytes.EqualFold(args[i], []byte("auth")) && more >= 2:
+			user = args[i+1]
+			i += 2
+		case bytes.EqualFold(args[i], []byte("setname")) && more >= 1:
+			name, setName = args[i+1], true
+			i++
+		default:
+			c.writeError(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", args[i]))
+			return
+		}
+	}
+	if user != nil && !checkAuth(user) {
+		c.writeError(errWrongPass)
+		return
+	}
+	if setName {
+		if !validName(name) {
+			c.writeError(errBadName)
+			return
+		}
+		c.mu.Lock()
+		c.name = string(name)
+		c.mu.Unlock()
+	}
+	c.proto.Store(proto)
+	c.writeMap(7)
+	c.w.WriteBulkString("server")
+	c.w.WriteBulkString("redis")
+	c.w.WriteBulkString("version")
+	c.w.WriteBulkString(redisVersion)
+	c.w.WriteBulkString("proto")
+	c.w.WriteInt64(int64(proto))
+	c.w.WriteBulkString("id")
+	c.w.WriteInt64(c.id)
+	c.w.WriteBulkString("mode")
+	c.w.WriteBulkString("standalone")
+	c.w.WriteBulkString("role")
+	c.w.WriteBulkString("master")
+	c.w.WriteBulkString("modules")
+	c.w.WriteArray(0)
+}
+
+func cmdSelect(_ *Server, c *client, args [][]byte, _ int64) {
+	db, ok := parseInt(args[1])
+	switch {
+	case !ok:
+		c.writeError(errNotInteger)
+	case db != 0:
+		c.writeError("ERR DB index is out of range")
+	default:
+		c.w.WriteString("OK")
+	}
+}
+
+// validName reports whether a client name or library attribute is printable ASCII
+// without spaces, as Redis requires, so that CLIENT LIST stays parseable.
+func validName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func cmdClientSetName(_ *Server, c *client, args [][]byte, _ int64) {
+	if !validName(args[2]) {
+		c.writeError(errBadName)
+		return
+	}
+	c.mu.Lock()
+	c.name = string(args[2])
+	c.mu.Unlock()
+	c.w.WriteString("OK")
+}
+
+func cmdClientGetName(_ *Server, c *client, _ [][]byte, _ int64) {
+	c.mu.Lock()
+	name := c.name
+	c.mu.Unlock()
+	if name == "" {
+		c.writeNull()
+		return
+	}
+	c.w.WriteBulkString(name)
+}
+
+func cmdClientID(_ *Server, c *client, _ [][]byte, _ int64) {
+	c.w.WriteInt64(c.id)
+}
+
+// cmdClientSetInfo serves CLIENT SETINFO LIB-NAME|LIB-VER value (Redis 7.2), which
+// go-redis sends on every new connection.
+func cmdClientSetInfo(_ *Server, c *client, args [][]byte, _ int64) {
+	attr, val := args[2], args[3]
+	var dst *string
+	switch {
+	case bytes.EqualFold(attr, []byte("lib-name")):
+		dst = &c.libName
+	case bytes.EqualFold(attr, []byte("lib-ver")):
+		dst = &c.libVer
+	default:
+		c.writeError(fmt.Sprintf("ERR Unrecognized option '%s'", attr))
+		return
+	}
+	if !validName(val) {
+		c.writeError(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr))
+		return
+	}
+	c.mu.Lock()
+	*dst = string(val)
+	c.mu.Unlock()
+	c.w.WriteString("OK")
+}
+
+func cmdClientInfo(_ *Server, c *client, _ [][]byte, _ int64) {
+	c.w.WriteBulkString(c.info(time.Now()))
+}
+
+// cmdClientList serves CLIENT LIST [TYPE type] [ID id [id ...]]. Every connection
+// is a normal one: other types list nothing.
+func cmdClientList(s *Server, c *client, args [][]byte, _ int64) {
+	var ids []int64
+	normal := true
+	for i := 2; i < len(args); i++ {
+		switch {
+		case bytes.EqualFold(args[i], []byte("type")) && i+1 < len(args):
+			i++
+			switch strings.ToLower(string(args[i])) {
+			case "normal":
+			case "master", "replica", "slave", "pubsub":
+				normal = false
+			default:
+				c.writeError(fmt.Sprintf("ERR Unknown client type '%s'", args[i]))
+				return
+			}
+		case bytes.EqualFold(args[i], []byte("id")) && i+1 < len(args):
+			for i++; i < len(args); i++ {
+				id, ok := parseInt(args[i])
+				if !ok || id < 1 {
+					c.writeError("ERR Invalid client ID")
+					return
+				}
+				ids = append(ids, id)
+			}
+		default:
+			c.writeError(errSyntax)
+			return
+		}
+	}
+	s.mu.Lock()
+	list := make([]*client, 0, len(s.clients))
+	for cl := range s.clients {
+		if normal && (ids == nil || slices.Contains(ids, cl.id)) {
+			list = append(list, cl)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(list, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
+	var b strings.Builder
+	now := time.Now()
+	for _, cl := range list {
+		b.WriteString(cl.info(now))
+	}
+	c.w.WriteBulkString(b.String())
+}

@@ -1,0 +1,643 @@
+package resp
+
+import (
+	"strings"
+
+	"github.com/rlserver/rlserver/algo"
+)
+
+// command is one entry of the command table. The table is the one description of
+// every command: dispatch and arity checks, COMMAND / COMMAND INFO / COMMAND DOCS
+// (redis-cli's argument hints come from there) and docs/commands.md are all read
+// from it, so they cannot disagree.
+type command struct {
+	name  string // lower case, as Redis spells it in errors; a subcommand's own word ("setname")
+	arity int    // Redis's convention: n means exactly n words, -n at least n; the name counts
+	flags []string
+	// Key positions as COMMAND INFO reports them: first and last key index (last -1:
+	// up to the end) and the step between keys; 0, 0, 0 for commands without keys.
+	firstKey, lastKey, keyStep int
+	summary                    string
+	group                      string
+	complexity                 string
+	args                       []arg
+	subs                       []*command // subcommands of a container (CLIENT, COMMAND, ...)
+	doc                        string     // longer text for docs/commands.md (markdown)
+	examples                   []example  // for docs/commands.md; a test replays them
+	run                        func(s *Server, c *client, args [][]byte, now int64)
+
+	// Filled in by init.
+	full     string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand
+	parent   *command            // the container of a subcommand
+	subIndex map[string]*command // subs by name
+}
+
+// arg describes one argument for COMMAND DOCS and the syntax line, in Redis's terms.
+type arg struct {
+	name     string
+	typ      string // key, string, integer, pattern, pure-token, oneof, block
+	token    string // the keyword before the value, such as COST
+	optional bool
+	multiple bool
+	args     []arg // the alternatives of a oneof, the parts of a block
+}
+
+// example is one call shown in docs/commands.md with its reply on a fresh server
+// whose clock stands at the start of a day (so windows start now).
+type example struct {
+	command string // as typed in redis-cli
+	reply   string // the reply's integers, space-separated
+}
+
+// Command groups, as COMMAND DOCS reports them.
+const (
+	groupRateLimit  = "ratelimit"
+	groupGeneric    = "generic"
+	groupConnection = "connection"
+	groupServer     = "server"
+)
+
+// since is the version every command first appeared in: rlserver's first.
+const since = "1.0.0"
+
+var (
+	commands     []*command          // top-level commands, in the order of docs/commands.md
+	commandIndex map[string]*command // top-level commands by lower-case name
+)
+
+// limiterArgs are the arguments of an RL.* command: key, the two positional
+// numbers, its own option (if any), then COST and PEEK.
+func limiterArgs(limit string, option *arg) []arg {
+	a := []arg{
+		{name: "key", typ: "key"},
+		{name: limit, typ: "integer"},
+		{name: "window_ms", typ: "integer"},
+	}
+	if option != nil {
+		a = append(a, *option)
+	}
+	return append(a,
+		arg{name: "cost", typ: "integer", token: "COST", optional: true},
+		arg{name: "peek", typ: "pure-token", token: "PEEK", optional: true},
+	)
+}
+
+var (
+	flagsLimiter = []string{"write", "fast"}
+	flagsReadKey = []string{"readonly", "fast"}
+	flagsConn    = []string{"noscript", "loading", "stale", "fast"}
+	flagsAdmin   = []string{"admin", "noscript", "loading", "stale"}
+)
+
+var flushArgs = []arg{{name: "flush-type", typ: "oneof", optional: true, args: []arg{
+	{name: "async", typ: "pure-token", token: "ASYNC"},
+	{name: "sync", typ: "pure-token", token: "SYNC"},
+}}}
+
+func init() {
+	commands = []*command{
+		{
+			name: "rl.fixed", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Fixed window: allow up to limit requests in each window, windows aligned to the Unix epoch.",
+			group:      groupRateLimit,
+			complexity: "O(1)",
+			args:       limiterArgs("limit", nil),
+			doc: "Counts requests in windows of `window_ms` that start at multiples of the window since " +
+				"the Unix epoch, so every key's window turns over at the same moment. A request of cost c " +
+				"is allowed while `count + c ≤ limit`. When limited, `retry_after_ms` is the time to the " +
+				"next window. Cheap and simple; a client can send up to 2·limit around a window boundary.",
+			examples: []example{
+				{"RL.FIXED api:alice 3 60000 COST 3", "1 3 0 0 60000"},
+				{"RL.FIXED api:alice 3 60000", "0 3 0 60000 60000"},
+			},
+			run: limiter(algo.KindFixed),
+		},
+		{
+			name: "rl.slide", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Sliding window counter: the current window's count plus the previous one's, weighted by overlap.",
+			group:      groupRateLimit,
+			complexity: "O(1)",
+			args:       limiterArgs("limit", nil),
+			doc: "Keeps the counts of the current and the previous fixed window and estimates the " +
+				"requests of the last `window_ms` as `cur + prev · (time left in this window / window)`. " +
+				"A request is allowed while `estimate + c ≤ limit`. Smooths the boundary burst of " +
+				"RL.FIXED with two counters per key. `retry_after_ms` is the exact moment the estimate " +
+				"falls far enough, in this window or the next.",
+			examples: []example{
+				{"RL.SLIDE api:bob 10 60000", "1 10 9 0 120000"},
+				{"RL.SLIDE api:bob 10 60000 COST 10", "0 10 9 120000 120000"},
+			},
+			run: limiter(algo.KindSlide),
+		},
+		{
+			name: "rl.log", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Sliding window log: remember every admitted request of the last window, exactly.",
+			group:      groupRateLimit,
+			complexity: "O(n) in the admitted requests still in the window",
+			args:       limiterArgs("limit", nil),
+			doc: "Stores the timestamp and cost of each admitted request and allows a request while " +
+				"the costs inside the last `window_ms` plus c stay within `limit`. Exact, and its memory " +
+				"grows with the limit, which the server caps with `-max-log-limit` (default 100000). " +
+				"`retry_after_ms` is the moment enough old entries have left the window.",
+			examples: []example{
+				{"RL.LOG login:carol 5 10000", "1 5 4 0 10000"},
+				{"RL.LOG login:carol 5 10000 COST 5", "0 5 4 10000 10000"},
+			},
+			run: limiter(algo.KindLog),
+		},
+		{
+			name: "rl.token", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Token bucket: up to capacity tokens, refilled continuously at rate tokens per window.",
+			group:      groupRateLimit,
+			complexity: "O(1)",
+			args:       limiterArgs("capacity", &arg{name: "rate", typ: "integer", token: "RATE", optional: true}),
+			doc: "A new key starts with a full bucket of `capacity` tokens, refilled continuously at " +
+				"`rate` tokens per `window_ms` (default: `capacity`). A request of cost c is allowed " +
+				"when c tokens are there, and takes them. Field 2 is the capacity; `reset_after_ms` is " +
+				"the time until the bucket is full again.",
+			examples: []example{
+				{"RL.TOKEN user:1 10 1000", "1 10 9 0 100"},
+				{"RL.TOKEN user:1 10 1000 COST 20", "0 10 9 -1 100"},
+			},
+			run: limiter(algo.KindToken),
+		},
+		{
+			name: "rl.gcra", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Generic cell rate algorithm: limit requests per window with a burst, one number per key.",
+			group:      groupRateLimit,
+			complexity: "O(1)",
+			args:       limiterArgs("limit", &arg{name: "burst", typ: "integer", token: "BURST", optional: true}),
+			doc: "Spaces requests one emission interval `window_ms / limit` apart and tolerates " +
+				"`burst` of them at once (default: `limit`). The key stores only its theoretical " +
+				"arrival time. Field 2 is the burst. Equivalent to a token bucket, with exact " +
+				"`retry_after_ms`.",
+			examples: []example{
+				{"RL.GCRA api:dave 10 1000", "1 10 9 0 100"},
+				{"RL.GCRA api:dave 10 1000 COST 10", "0 10 9 100 100"},
+			},
+			run: limiter(algo.KindGCRA),
+		},
+		{
+			name: "rl.leaky", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Leaky bucket as a queue: requests leave evenly; up to queue of them wait their turn.",
+			group:      groupRateLimit,
+			complexity: "O(1)",
+			args:       limiterArgs("limit", &arg{name: "queue", typ: "integer", token: "QUEUE", optional: true}),
+			doc: "A shaper, like nginx `limit_req` without `nodelay`: requests leave one every " +
+				"`window_ms / limit`, and up to `queue` requests (default 0) may wait for their turn. " +
+				"**When allowed, field 4 is the delay in ms the caller must wait before going ahead** " +
+				"(0 if none); when limited, it is the time until the queue has room.",
+			examples: []example{
+				{"RL.LEAKY jobs:eve 2 1000 QUEUE 1", "1 2 1 0 500"},
+				{"RL.LEAKY jobs:eve 2 1000 QUEUE 1", "1 2 0 500 1000"},
+				{"RL.LEAKY jobs:eve 2 1000 QUEUE 1", "0 2 0 500 1000"},
+			},
+			run: limiter(algo.KindLeaky),
+		},
+		{
+			name: "cl.throttle", arity: -5, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "redis-cell's throttle: GCRA with max_burst+1 requests and count_per_period per period_s seconds.",
+			group:      groupRateLimit,
+			complexity: "O(1)",
+			args: []arg{
+				{name: "key", typ: "key"},
+				{name: "max_burst", typ: "integer"},
+				{name: "count_per_period", typ: "integer"},
+				{name: "period_s", typ: "integer"},
+				{name: "quantity", typ: "integer", optional: true},
+			},
+			doc: "A drop-in for the redis-cell module (and Dragonfly's built-in): same arguments, same " +
+				"GCRA, same reply. Field 1 is **limited** (0 = allowed, 1 = limited), times are in " +
+				"seconds rounded up, and `retry_after` is -1 when allowed.",
+			examples: []example{
+				{"CL.THROTTLE user123 15 30 60", "0 16 15 -1 2"},
+			},
+			run: limiter(algo.KindThrottle),
+		},
+
+		{
+			name: "rl.reset", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary: "Forget a key's limiter state, so its next request starts fresh. 1 if there was one, else 0.",
+			group:   groupGeneric, complexity: "O(1)",
+			args: []arg{{name: "key", typ: "key"}},
+			run:  cmdDel,
+		},
+		{
+			name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, keyStep: 1,
+			summary: "Delete keys; answers how many existed.",
+			group:   groupGeneric, complexity: "O(n) in the keys",
+			args: []arg{{name: "key", typ: "key", multiple: true}},
+			run:  cmdDel,
+		},
+		{
+			name: "unlink", arity: -2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: -1, keyStep: 1,
+			summary: "Delete keys, as DEL (states are small, nothing is left to free in the background).",
+			group:   groupGeneric, complexity: "O(n) in the keys",
+			args: []arg{{name: "key", typ: "key", multiple: true}},
+			run:  cmdDel,
+		},
+		{
+			name: "exists", arity: -2, flags: flagsReadKey, firstKey: 1, lastKey: -1, keyStep: 1,
+			summary: "Count how many of the keys exist (a key named twice counts twice).",
+			group:   groupGeneric, complexity: "O(n) in the keys",
+			args: []arg{{name: "key", typ: "key", multiple: true}},
+			run:  cmdExists,
+		},
+		{
+			name: "type", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary: "Name the algorithm whose state the key holds (rl.token, rl.log, ..., cl.throttle), or none.",
+			group:   groupGeneric, complexity: "O(1)",
+			args: []arg{{name: "key", typ: "key"}},
+			run:  cmdType,
+		},
+		{
+			name: "ttl", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary: "Seconds until the key's state is fresh again and the key goes, rounded up; -2 if absent.",
+			group:   groupGeneric, complexity: "O(1)",
+			args: []arg{{name: "key", typ: "key"}},
+			run:  cmdTTL(1_000_000),
+		},
+		{
+			name: "pttl", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary: "Milliseconds until the key's state is fresh again (its reset_after_ms); -2 if absent.",
+			group:   groupGeneric, complexity: "O(1)",
+			args: []arg{{name: "key", typ: "key"}},
+			run:  cmdTTL(1_000),
+		},
+		{
+			name: "scan", arity: -2, flags: []string{"readonly"},
+			summary: "Iterate over the keys a batch at a time, optionally by glob pattern and algorithm.",
+			group:   groupGeneric, complexity: "O(1) per call, O(n) for a full iteration",
+			args: []arg{
+				{name: "cursor", typ: "integer"},
+				{name: "pattern", typ: "pattern", token: "MATCH", optional: true},
+				{name: "count", typ: "integer", token: "COUNT", optional: true},
+				{name: "type", typ: "string", token: "TYPE", optional: true},
+			},
+			run: cmdScan,
+		},
+		{
+			name: "keys", arity: 2, flags: []string{"readonly"},
+			summary: "List every key matching a glob pattern (walks the whole keyspace: prefer SCAN).",
+			group:   groupGeneric, complexity: "O(n) in the keys",
+			args: []arg{{name: "pattern", typ: "pattern"}},
+			run:  cmdKeys,
+		},
+		{
+			name: "dbsize", arity: 1, flags: flagsReadKey,
+			summary: "Count the keys.",
+			group:   groupGeneric, complexity: "O(1)",
+			run: cmdDBSize,
+		},
+		{
+			name: "flushall", arity: -1, flags: []string{"write"},
+			summary: "Remove every key. ASYNC and SYNC are accepted; both finish before the reply.",
+			group:   groupGeneric, complexity: "O(n) in the keys",
+			args: flushArgs,
+			run:  cmdFlush,
+		},
+		{
+			name: "flushdb", arity: -1, flags: []string{"write"},
+			summary: "Remove every key, as FLUSHALL (there is one database).",
+			group:   groupGeneric, complexity: "O(n) in the keys",
+			args: flushArgs,
+			run:  cmdFlush,
+		},
+		{
+			name: "memory", arity: -2,
+			summary: "A container for memory commands.",
+			group:   groupGeneric,
+			subs: []*command{
+				{
+					name: "usage", arity: -3, flags: []string{"readonly"}, firstKey: 2, lastKey: 2, keyStep: 1,
+					summary: "Bytes the key costs the server: key, state, index and expiry share; null if absent.",
+					group:   groupGeneric, complexity: "O(1)",
+					args: []arg{
+						{name: "key", typ: "key"},
+						{name: "count", typ: "integer", token: "SAMPLES", optional: true},
+					},
+					run: cmdMemoryUsage,
+				},
+				{
+					name: "purge", arity: 2,
+					summary: "Collect garbage and give free memory back to the OS, so INFO's used_memory counts live data only.",
+					group:   groupGeneric, complexity: "O(n) in the heap",
+					run: cmdMemoryPurge,
+				},
+			},
+		},
+
+		{
+			name: "ping", arity: -1, flags: []string{"fast", "stale"},
+			summary: "Answer PONG, or the message.",
+			group:   groupConnection, complexity: "O(1)",
+			args: []arg{{name: "message", typ: "string", optional: true}},
+			run:  cmdPing,
+		},
+		{
+			name: "echo", arity: 2, flags: []string{"fast", "loading", "stale"},
+			summary: "Answer the message.",
+			group:   groupConnection, complexity: "O(1)",
+			args: []arg{{name: "message", typ: "string"}},
+			run:  cmdEcho,
+		},
+		{
+			name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
+			summary: "Answer OK and close the connection.",
+			group:   groupConnection, complexity: "O(1)",
+			run: cmdQuit,
+		},
+		{
+			name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
+			summary: "Switch to RESP2 or RESP3, optionally authenticate and name the connection; answer the server's details.",
+			group:   groupConnection, complexity: "O(1)",
+			args: []arg{{name: "arguments", typ: "block", optional: true, args: []arg{
+				{name: "protover", typ: "integer"},
+				{name: "auth", typ: "block", token: "AUTH", optional: true, args: []arg{
+					{name: "username", typ: "string"},
+					{name: "password", typ: "string"},
+				}},
+				{name: "clientname", typ: "string", token: "SETNAME", optional: true},
+			}}},
+			run: cmdHello,
+		},
+		{
+			name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
+			summary: "Authenticate. No password is configured: the default user with any password is accepted, as in Redis without requirepass.",
+			group:   groupConnection, complexity: "O(1)",
+			args: []arg{
+				{name: "username", typ: "string", optional: true},
+				{name: "password", typ: "string"},
+			},
+			run: cmdAuth,
+		},
+		{
+			name: "select", arity: 2, flags: []string{"loading", "stale", "fast"},
+			summary: "Select database 0, the only one.",
+			group:   groupConnection, complexity: "O(1)",
+			args: []arg{{name: "index", typ: "integer"}},
+			run:  cmdSelect,
+		},
+		{
+			name: "client", arity: -2,
+			summary: "A container for connection commands.",
+			group:   groupConnection,
+			subs: []*command{
+				{
+					name: "getname", arity: 2, flags: flagsConn,
+					summary: "Answer the connection's name, null if none.",
+					group:   groupConnection, complexity: "O(1)",
+					run: cmdClientGetName,
+				},
+				{
+					name: "id", arity: 2, flags: flagsConn,
+					summary: "Answer the connection's id.",
+					group:   groupConnection, complexity: "O(1)",
+					run: cmdClientID,
+				},
+				{
+					name: "info", arity: 2, flags: flagsConn,
+					summary: "Describe this connection, in CLIENT LIST's format.",
+					group:   groupConnection, complexity: "O(1)",
+					run: cmdClientInfo,
+				},
+				{
+					name: "list", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"},
+					summary: "Describe every connection, one line each.",
+					group:   groupConnection, complexity: "O(n) in the connections",
+					args: []arg{
+						{name: "client-type", typ: "oneof", token: "TYPE", optional: true, args: []arg{
+							{name: "normal", typ: "pure-token", token: "NORMAL"},
+							{name: "master", typ: "pure-token", token: "MASTER"},
+							{name: "replica", typ: "pure-token", token: "REPLICA"},
+							{name: "pubsub", typ: "pure-token", token: "PUBSUB"},
+						}},
+						{name: "client-id", typ: "integer", token: "ID", optional: true, multiple: true},
+					},
+					run: cmdClientList,
+				},
+				{
+					name: "setinfo", arity: 4, flags: flagsConn,
+					summary: "Record the client library's name or version, shown by CLIENT LIST.",
+					group:   groupConnection, complexity: "O(1)",
+					args: []arg{{name: "attr", typ: "oneof", args: []arg{
+						{name: "libname", typ: "string", token: "LIB-NAME"},
+						{name: "libver", typ: "string", token: "LIB-VER"},
+					}}},
+					run: cmdClientSetInfo,
+				},
+				{
+					name: "setname", arity: 3, flags: flagsConn,
+					summary: "Name the connection (no spaces); an empty name clears it.",
+					group:   groupConnection, complexity: "O(1)",
+					args: []arg{{name: "connection-name", typ: "string"}},
+					run:  cmdClientSetName,
+				},
+			},
+		},
+
+		{
+			name: "command", arity: -1, flags: []string{"loading", "stale"},
+			summary: "Describe every command, as COMMAND INFO does.",
+			group:   groupServer, complexity: "O(n) in the commands",
+			run: cmdCommand,
+			subs: []*command{
+				{
+					name: "count", arity: 2, flags: []string{"loading", "stale"},
+					summary: "Count the commands.",
+					group:   groupServer, complexity: "O(1)",
+					run: cmdCommandCount,
+				},
+				{
+					name: "docs", arity: -2, flags: []string{"loading", "stale"},
+					summary: "Document commands: summary, group and arguments (redis-cli's hints come from here); all when none is named.",
+					group:   groupServer, complexity: "O(n) in the commands",
+					args: []arg{{name: "command-name", typ: "string", optional: true, multiple: true}},
+					run:  cmdCommandDocs,
+				},
+				{
+					name: "info", arity: -2, flags: []string{"loading", "stale"},
+					summary: "Describe commands: arity, flags, key positions; all when none is named.",
+					group:   groupServer, complexity: "O(n) in the commands",
+					args: []arg{{name: "command-name", typ: "string", optional: true, multiple: true}},
+					run:  cmdCommandInfo,
+				},
+				{
+					name: "list", arity: -2, flags: []string{"loading", "stale"},
+					summary: "List command names, optionally filtered.",
+					group:   groupServer, complexity: "O(n) in the commands",
+					args: []arg{{name: "filterby", typ: "oneof", token: "FILTERBY", optional: true, args: []arg{
+						{name: "module-name", typ: "string", token: "MODULE"},
+						{name: "category", typ: "string", token: "ACLCAT"},
+						{name: "pattern", typ: "pattern", token: "PATTERN"},
+					}}},
+					run: cmdCommandList,
+				},
+			},
+		},
+		{
+			name: "config", arity: -2,
+			summary: "A container for server configuration commands.",
+			group:   groupServer,
+			subs: []*command{
+				{
+					name: "get", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
+					summary: "Answer the configuration parameters matching the glob patterns (save, appendonly, maxmemory, databases, ...).",
+					group:   groupServer, complexity: "O(n) in the parameters",
+					args: []arg{{name: "parameter", typ: "string", multiple: true}},
+					run:  cmdConfigGet,
+				},
+			},
+		},
+		{
+			name: "info", arity: -1, flags: []string{"loading", "stale"},
+			summary: "Describe the server: server, clients, memory, stats (allowed and limited per command), keyspace.",
+			group:   groupServer, complexity: "O(1)",
+			args: []arg{{name: "section", typ: "string", optional: true, multiple: true}},
+			run:  cmdInfo,
+		},
+		{
+			name: "time", arity: 1, flags: []string{"loading", "stale", "fast"},
+			summary: "Answer the server clock: Unix seconds and microseconds (the debug clock when frozen).",
+			group:   groupServer, complexity: "O(1)",
+			run: cmdTime,
+		},
+		{
+			name: "shutdown", arity: -1, flags: flagsAdmin,
+			summary: "Stop the server: close every connection and exit. Nothing is saved (state lives in memory).",
+			group:   groupServer, complexity: "O(n) in the connections",
+			args: []arg{{name: "save-selector", typ: "oneof", optional: true, args: []arg{
+				{name: "nosave", typ: "pure-token", token: "NOSAVE"},
+				{name: "save", typ: "pure-token", token: "SAVE"},
+			}}},
+			run: cmdShutdown,
+		},
+		{
+			name: "debug", arity: -2, flags: flagsAdmin,
+			summary: "Set the server clock, for tests: only when started with -enable-debug-command.",
+			group:   groupServer, complexity: "O(1)",
+			doc: "`SET` freezes the clock at `unix_us` microseconds since the Unix epoch; `ADVANCE` " +
+				"moves it `us` forward and leaves it frozen (from the real clock, at the real time plus " +
+				"`us`); `REAL` follows the real time again. Every command reads this clock, so a test " +
+				"and a reference implementation can share one. Without the flag, DEBUG answers an error, " +
+				"as Redis does without `enable-debug-command`.",
+			args: []arg{
+				{name: "clock", typ: "pure-token", token: "CLOCK"},
+				{name: "action", typ: "oneof", args: []arg{
+					{name: "unix_us", typ: "integer", token: "SET"},
+					{name: "us", typ: "integer", token: "ADVANCE"},
+					{name: "real", typ: "pure-token", token: "REAL"},
+				}},
+			},
+			run: cmdDebug,
+		},
+	}
+	commandIndex = make(map[string]*command, len(commands))
+	for _, c := range commands {
+		c.full = c.name
+		commandIndex[c.name] = c
+		if c.subs == nil {
+			continue
+		}
+		// Every container answers HELP, which Redis's unknown-subcommand error points to.
+		c.subs = append(c.subs, &command{
+			name: "help", arity: 2, flags: []string{"loading", "stale"},
+			summary: "Show helpful text about the different subcommands.",
+			group:   c.group, complexity: "O(1)",
+			run: cmdHelp,
+		})
+		c.subIndex = make(map[string]*command, len(c.subs))
+		for _, sub := range c.subs {
+			sub.parent = c
+			sub.full = c.name + "|" + sub.name
+			c.subIndex[sub.name] = sub
+		}
+	}
+}
+
+// lookup finds a command by name, case-insensitively, without allocating: names
+// are lowered into a stack buffer, and Go does not copy for map lookups by string(b).
+func lookup(index map[string]*command, name []byte) *command {
+	var buf [16]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return index[string(buf[:len(name)])]
+}
+
+// lookupFull finds a command or subcommand by its full name ("client|setname"), as
+// COMMAND INFO and COMMAND DOCS take them.
+func lookupFull(name string) *command {
+	name = strings.ToLower(name)
+	top, sub, isSub := strings.Cut(name, "|")
+	c := commandIndex[top]
+	if c == nil || !isSub {
+		return c
+	}
+	return c.subIndex[sub]
+}
+
+// upper is Redis's spelling of a command in help texts: upper case, "|" as a space.
+func upper(name string) string {
+	return strings.ToUpper(strings.ReplaceAll(name, "|", " "))
+}
+
+// syntax is the command's usage line, built from its arguments as redis-cli builds
+// its hints: "RL.TOKEN key capacity window_ms [RATE rate] [COST cost] [PEEK]".
+func (c *command) syntax() string {
+	var b strings.Builder
+	b.WriteString(upper(c.full))
+	for _, a := range c.args {
+		b.WriteByte(' ')
+		a.appendSyntax(&b)
+	}
+	return b.String()
+}
+
+func (a arg) appendSyntax(b *strings.Builder) {
+	if a.optional {
+		b.WriteByte('[')
+	}
+	if a.token != "" {
+		b.WriteString(a.token)
+		if a.typ != "pure-token" {
+			b.WriteByte(' ')
+		}
+	}
+	a.appendValue(b)
+	if a.multiple {
+		b.WriteString(" [")
+		a.appendValue(b)
+		b.WriteString(" ...]")
+	}
+	if a.optional {
+		b.WriteByte(']')
+	}
+}
+
+// appendValue writes what follows the token: the name, or the alternatives of a
+// oneof ("ASYNC|SYNC"), or the parts of a block.
+func (a arg) appendValue(b *strings.Builder) {
+	switch a.typ {
+	case "pure-token":
+	case "oneof", "block":
+		sep := " "
+		if a.typ == "oneof" {
+			sep = "|"
+		}
+		for i, sub := range a.args {
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			sub.appendSyntax(b)
+		}
+	default:
+		b.WriteString(a.name)
+	}
+}
