@@ -1,0 +1,96 @@
+-- RL.LOG reference script: a sliding window log, exact, decided as COMMANDS.md and
+-- algo/log.go say.
+--
+-- KEYS[1] = key
+-- ARGV    = limit, window_ms, cost, peek (1 = PEEK, 0 = not), [now_us]
+-- Returns   {allowed, limit, remaining, retry_after_ms, reset_after_ms}
+-- State     sorted set, one member per admitted time: score ts (µs), member "ts:cost".
+--           Times are unique, so members are: a call at or before the newest entry's
+--           time adds its cost to that entry, as algo.Log does.
+--
+-- now_us (tests only) replaces Redis TIME. Redis's own expiry cannot follow an injected
+-- clock, so the key's expire time then holds its fresh-at moment in µs (set by PEXPIREAT,
+-- and read as ms it lies some 50,000 years ahead, so Redis never fires it) and the key is
+-- dropped here once now_us reaches it: the rule rlserver applies, to the µs.
+local key = KEYS[1]
+local limit = tonumber(ARGV[1])
+local W = tonumber(ARGV[2]) * 1000
+local cost = tonumber(ARGV[3])
+local peek = ARGV[4] == '1'
+local now = tonumber(ARGV[5])
+local injected = now ~= nil
+if injected then
+  local at = redis.call('PEXPIRETIME', key)
+  if at > 0 and at <= now then redis.call('DEL', key) end
+else
+  local t = redis.call('TIME')
+  now = t[1] * 1000000 + t[2]
+end
+
+-- ms is the contract's ms(x): a duration in µs as whole ms rounded up, 0 if none,
+-- capped at 2^53 µs (algo.msCeil).
+local function ms(x)
+  if not (x > 0) then return 0 end
+  return math.ceil(math.min(x, 2^53) / 1000)
+end
+
+-- keep makes the key, just written, live exactly as long as its state: d µs from now.
+local function keep(d)
+  if d <= 0 then redis.call('DEL', key)
+  elseif injected then redis.call('PEXPIREAT', key, string.format('%d', now + d))
+  else redis.call('PEXPIRE', key, ms(d)) end
+end
+
+-- Ours is a sorted set; an absent key is fresh; anything else is another kind. An entry
+-- with ts <= now - W has left the window: read only the live ones, oldest first.
+local oldest = string.format('(%d', now - W)
+local members = redis.pcall('ZRANGEBYSCORE', key, oldest, '+inf')
+if members.err then
+  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+local ts, costs = {}, {}
+local sum, newest = 0, -1
+for i, m in ipairs(members) do
+  local t, c = string.match(m, '^(%d+):(%d+)$')
+  ts[i], costs[i] = tonumber(t), tonumber(c)
+  sum = sum + costs[i]
+  newest = math.max(newest, ts[i])
+end
+
+local allowed = cost == 0 or sum + cost <= limit
+local after = sum
+if allowed and cost > 0 then
+  after = sum + cost
+  newest = math.max(newest, now)
+end
+
+local retry = 0
+if allowed then
+elseif cost > limit then retry = -1
+else
+  -- drop the oldest entries until sum + c <= L: the last one dropped leaves at ts + W
+  local left = sum
+  for i = 1, #ts do
+    left = left - costs[i]
+    if left + cost <= limit then
+      retry = ms(ts[i] + W - now)
+      break
+    end
+  end
+end
+
+local reset, fresh_at = 0, now
+if newest >= 0 then reset, fresh_at = ms(newest + W - now), newest + W end
+
+if allowed and cost > 0 and not peek then
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - W))
+  local n = #ts
+  if n > 0 and ts[n] >= now then
+    redis.call('ZREM', key, members[n])
+    redis.call('ZADD', key, string.format('%d', ts[n]), string.format('%d:%d', ts[n], costs[n] + cost))
+  else
+    redis.call('ZADD', key, string.format('%d', now), string.format('%d:%d', now, cost))
+  end
+  keep(fresh_at - now)
+end
+return {allowed and 1 or 0, limit, math.max(0, limit - after), retry, reset}
