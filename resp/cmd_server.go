@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/store"
 )
 
 const errDebugDisabled = "ERR DEBUG command not allowed. " +
@@ -89,7 +90,7 @@ func cmdCommandList(_ *Server, c *client, args [][]byte, _ int64) {
 		case "aclcat":
 			keep = func(cm *command) bool { return slices.Contains(aclCategories(cm), "@"+strings.ToLower(val)) }
 		case "pattern":
-			keep = func(cm *command) bool { return globMatch(val, cm.full, true) }
+			keep = func(cm *command) bool { return store.Match([]byte(val), []byte(cm.full), true) }
 		default:
 			c.writeError(errSyntax)
 			return
@@ -320,7 +321,7 @@ func cmdConfigGet(s *Server, c *client, args [][]byte, _ int64) {
 	var found [][2]string
 	for _, p := range s.configParams() {
 		for _, pat := range args[2:] {
-			if globMatch(string(pat), p[0], true) {
+			if store.Match(pat, []byte(p[0]), true) {
 				found = append(found, p)
 				break
 			}

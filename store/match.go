@@ -1,21 +1,22 @@
 package store
 
-// matchGlob reports whether str matches the Redis glob pattern, as KEYS and SCAN MATCH
-// do. It is a port of Redis's stringmatchlen (src/util.c, case-sensitive): * any run
+// Match reports whether str matches the Redis glob pattern, as KEYS and SCAN MATCH do
+// (nocase false) and CONFIG GET and COMMAND LIST do (nocase true). It is a port of
+// Redis's stringmatchlen (src/util.c): * any run
 // of bytes, ? any one byte, [abc] [^abc] [a-z] sets (a reversed range [z-a] works, a
 // set left open at the end of the pattern is closed there), \x the byte x; '/' is an
 // ordinary byte. Byte ranges compare bytes as C's signed char, as Redis does on x86
 // and ARM64 Linux builds, so [a-\xff] is the range [\xff-a].
-func matchGlob(pattern, str []byte) bool {
+func Match(pattern, str []byte, nocase bool) bool {
 	skipLonger := false
-	return globFrom(pattern, str, &skipLonger, 0)
+	return globFrom(pattern, str, nocase, &skipLonger, 0)
 }
 
 // globFrom is stringmatchlen_impl. Where C reads the pattern's terminating NUL, at
 // returns 0. skipLonger is set once a '*' has tried every suffix of the string: an
 // earlier '*' taking more bytes cannot help then, which keeps patterns like a*a*a*b
 // linear rather than exponential.
-func globFrom(pattern, str []byte, skipLonger *bool, nesting int) bool {
+func globFrom(pattern, str []byte, nocase bool, skipLonger *bool, nesting int) bool {
 	if nesting > 1000 { // Redis's guard against deep recursion
 		return false
 	}
@@ -36,7 +37,7 @@ func globFrom(pattern, str []byte, skipLonger *bool, nesting int) bool {
 				return true
 			}
 			for ; s < len(str); s++ {
-				if globFrom(pattern[p+1:], str[s:], skipLonger, nesting+1) {
+				if globFrom(pattern[p+1:], str[s:], nocase, skipLonger, nesting+1) {
 					return true
 				}
 				if *skipLonger {
@@ -57,21 +58,24 @@ func globFrom(pattern, str []byte, skipLonger *bool, nesting int) bool {
 			for {
 				if at(p) == '\\' && len(pattern)-p >= 2 {
 					p++
-					match = match || pattern[p] == str[s]
+					match = match || sameByte(pattern[p], str[s], nocase)
 				} else if at(p) == ']' {
 					break
 				} else if p >= len(pattern) {
 					p-- // the set is left open: end it here
 					break
 				} else if len(pattern)-p >= 3 && pattern[p+1] == '-' {
-					lo, hi, c := int8(pattern[p]), int8(pattern[p+2]), int8(str[s])
-					if lo > hi {
+					lo, hi, c := pattern[p], pattern[p+2], str[s]
+					if nocase {
+						lo, hi, c = lower(lo), lower(hi), lower(c)
+					}
+					if int8(lo) > int8(hi) {
 						lo, hi = hi, lo
 					}
 					p += 2
-					match = match || lo <= c && c <= hi
+					match = match || int8(lo) <= int8(c) && int8(c) <= int8(hi)
 				} else {
-					match = match || pattern[p] == str[s]
+					match = match || sameByte(pattern[p], str[s], nocase)
 				}
 				p++
 			}
@@ -85,7 +89,7 @@ func globFrom(pattern, str []byte, skipLonger *bool, nesting int) bool {
 			}
 			fallthrough
 		default:
-			if pattern[p] != str[s] {
+			if !sameByte(pattern[p], str[s], nocase) {
 				return false
 			}
 			s++
@@ -99,4 +103,16 @@ func globFrom(pattern, str []byte, skipLonger *bool, nesting int) bool {
 		}
 	}
 	return p == len(pattern) && s == len(str)
+}
+
+func sameByte(a, b byte, nocase bool) bool {
+	return a == b || nocase && lower(a) == lower(b)
+}
+
+// lower is C's tolower in the C locale, as Redis uses it.
+func lower(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
 }

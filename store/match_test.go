@@ -76,8 +76,33 @@ func TestMatchGlob(t *testing.T) {
 		{strings.Repeat("*a", 1001), strings.Repeat("a", 1001), false},
 	}
 	for _, tt := range tests {
-		if got := matchGlob([]byte(tt.pattern), []byte(tt.str)); got != tt.want {
-			t.Errorf("matchGlob(%q, %q) = %v, want %v", tt.pattern, tt.str, got, tt.want)
+		if got := Match([]byte(tt.pattern), []byte(tt.str), false); got != tt.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", tt.pattern, tt.str, got, tt.want)
+		}
+	}
+}
+
+// TestMatchNocase covers the case-insensitive form CONFIG GET and COMMAND LIST use.
+func TestMatchNocase(t *testing.T) {
+	tests := []struct {
+		pattern, str string
+		want         bool
+	}{
+		{"SAVE", "save", true},
+		{"max*", "MAXMEMORY-policy", true},
+		{"h[A-C]llo", "hbllo", true},
+		{"h[a-c]llo", "HBLLO", true},
+		{"h[^E]llo", "hello", false},
+		{`h\E*`, "hello", true},
+		{"client|*", "CLIENT|setname", true},
+		{"save", "sav", false},
+	}
+	for _, tt := range tests {
+		if got := Match([]byte(tt.pattern), []byte(tt.str), true); got != tt.want {
+			t.Errorf("Match(%q, %q, nocase) = %v, want %v", tt.pattern, tt.str, got, tt.want)
+		}
+		if tt.want && tt.pattern != tt.str && Match([]byte(tt.pattern), []byte(tt.str), false) {
+			t.Errorf("Match(%q, %q) matched without nocase", tt.pattern, tt.str)
 		}
 	}
 }

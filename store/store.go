@@ -253,7 +253,7 @@ func (s *Store) Scan(cursor uint64, count int, match []byte, kind algo.Kind, now
 			if d, _ := sh.wheel.Deadline(slot); d <= now {
 				continue
 			}
-			if k := sh.key(e); match == nil || matchGlob(match, k) {
+			if k := sh.key(e); match == nil || Match(match, k, false) {
 				keys = append(keys, append([]byte(nil), k...))
 			}
 		}
