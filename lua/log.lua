@@ -7,47 +7,20 @@
 -- State     sorted set, one member per admitted time: score ts (µs), member "ts:cost".
 --           Times are unique, so members are: a call at or before the newest entry's
 --           time adds its cost to that entry, as algo.Log does.
+-- now_us    tests only: replaces Redis TIME (read_now in common.lua)
 --
--- now_us (tests only) replaces Redis TIME. Redis's own expiry cannot follow an injected
--- clock, so the key's expire time then holds its fresh-at moment in µs (set by PEXPIREAT,
--- and read as ms it lies some 50,000 years ahead, so Redis never fires it) and the key is
--- dropped here once now_us reaches it: the rule rlserver applies, to the µs.
-local key = KEYS[1]
+-- lua.go puts common.lua before this body: key, now, ms, keep, ... are its locals.
 local limit = tonumber(ARGV[1])
 local W = tonumber(ARGV[2]) * 1000
 local cost = tonumber(ARGV[3])
 local peek = ARGV[4] == '1'
-local now = tonumber(ARGV[5])
-local injected = now ~= nil
-if injected then
-  local at = redis.call('PEXPIRETIME', key)
-  if at > 0 and at <= now then redis.call('DEL', key) end
-else
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-end
-
--- ms is the contract's ms(x): a duration in µs as whole ms rounded up, 0 if none,
--- capped at 2^53 µs (algo.msCeil).
-local function ms(x)
-  if not (x > 0) then return 0 end
-  return math.ceil(math.min(x, 2^53) / 1000)
-end
-
--- keep makes the key, just written, live exactly as long as its state: d µs from now.
-local function keep(d)
-  if d <= 0 then redis.call('DEL', key)
-  elseif injected then redis.call('PEXPIREAT', key, string.format('%d', now + d))
-  else redis.call('PEXPIRE', key, ms(d)) end
-end
+read_now(ARGV[5])
 
 -- Ours is a sorted set; an absent key is fresh; anything else is another kind. An entry
 -- with ts <= now - W has left the window: read only the live ones, oldest first.
 local oldest = string.format('(%d', now - W)
 local members = redis.pcall('ZRANGEBYSCORE', key, oldest, '+inf')
-if members.err then
-  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-end
+if members.err then return redis.error_reply(WRONGTYPE) end
 local ts, costs = {}, {}
 local sum, newest = 0, -1
 for i, m in ipairs(members) do

@@ -30,6 +30,19 @@
 // command, or WRONGTYPE. Arguments are assumed valid: rlserver validates them, a
 // client running these scripts must too.
 //
+// # Composition
+//
+// EVALSHA runs one script, so each Source must hold all it uses. The parts every
+// script shares live once in common.lua: local functions reading now (now_us or
+// TIME, with the self-expiry below), ms, fresh_in, the retry settling, the type check
+// of a hash state, and keep, which writes the expire time. Each command's file is only
+// its body: its header (ARGV layout, state, reply), its arguments and its algorithm.
+// Source is common.lua followed by the body, joined once at package init; SHA1 is that
+// of the whole. A body alone is not a valid script: send Source (or cat common.lua
+// before the body).
+//
+// # Injected time
+//
 // now_us is for tests only: it replaces Redis TIME. Since Redis's own expiry cannot
 // follow an injected clock, the script then stores the key's fresh-at moment in µs as
 // its expire time (PEXPIREAT: read as ms it is tens of thousands of years away, so Redis
@@ -47,7 +60,7 @@ package lua
 
 import (
 	"crypto/sha1"
-	_ "embed" // the scripts' sources
+	_ "embed" // the scripts' parts
 	"encoding/hex"
 )
 
@@ -59,34 +72,38 @@ type Script struct {
 }
 
 var (
+	//go:embed common.lua
+	common string
 	//go:embed fixed.lua
-	fixedSource string
+	fixedBody string
 	//go:embed slide.lua
-	slideSource string
+	slideBody string
 	//go:embed log.lua
-	logSource string
+	logBody string
 	//go:embed token.lua
-	tokenSource string
+	tokenBody string
 	//go:embed gcra.lua
-	gcraSource string
+	gcraBody string
 	//go:embed leaky.lua
-	leakySource string
+	leakyBody string
 	//go:embed throttle.lua
-	throttleSource string
+	throttleBody string
 )
 
 // Scripts maps each command, lower case as algo.Kind.Command spells it, to its script.
 var Scripts = map[string]Script{
-	"rl.fixed":    newScript("rl.fixed", fixedSource),
-	"rl.slide":    newScript("rl.slide", slideSource),
-	"rl.log":      newScript("rl.log", logSource),
-	"rl.token":    newScript("rl.token", tokenSource),
-	"rl.gcra":     newScript("rl.gcra", gcraSource),
-	"rl.leaky":    newScript("rl.leaky", leakySource),
-	"cl.throttle": newScript("cl.throttle", throttleSource),
+	"rl.fixed":    newScript("rl.fixed", fixedBody),
+	"rl.slide":    newScript("rl.slide", slideBody),
+	"rl.log":      newScript("rl.log", logBody),
+	"rl.token":    newScript("rl.token", tokenBody),
+	"rl.gcra":     newScript("rl.gcra", gcraBody),
+	"rl.leaky":    newScript("rl.leaky", leakyBody),
+	"cl.throttle": newScript("cl.throttle", throttleBody),
 }
 
-func newScript(command, source string) Script {
+// newScript makes the script of command from its body: common.lua, then the body.
+func newScript(command, body string) Script {
+	source := common + body
 	sum := sha1.Sum([]byte(source))
 	return Script{Command: command, Source: source, SHA1: hex.EncodeToString(sum[:])}
 }

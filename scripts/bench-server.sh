@@ -43,7 +43,8 @@ bench() {
 
 printf '%-10s %3s %12s %12s %7s %9s %9s\n' algo P rlserver_rps redis_lua_rps ratio rl_p99 lua_p99
 for algo in $ALGOS; do
-  sha=$(redis-cli -p "$REDIS_PORT" script load "$(cat "lua/$algo.lua")")
+  # A script is lua/common.lua followed by its body, as package lua builds it.
+  sha=$(redis-cli -p "$REDIS_PORT" script load "$(cat lua/common.lua "lua/$algo.lua")")
   cmd=$(echo "RL.$algo" | tr '[:lower:]' '[:upper:]')
   # The scripts take cost and the PEEK flag positionally, and TOKEN its rate (0 = capacity).
   lua_args=(100 1000 1 0)
