@@ -18,6 +18,7 @@ package rlserver_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -31,12 +32,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/lua"
 )
 
@@ -1502,4 +1505,248 @@ func memoryOf(t *testing.T, p *process) usage {
 		}
 	}
 	return u
+}
+
+// ---- The same scenarios through package client ----
+
+// TestClientBackends runs the compat scenarios through package client's three
+// backends: rlserver (native RL.*), Redis running the scripts (EVALSHA) and the
+// embedded store. On an injected clock, the embedded store and rlserver replay the
+// differential runs (CL.THROTTLE aside: the client has no call for it, and a peek
+// costs 1) and must answer exactly as package algo, read through client.Result. The
+// scripts cannot take the test's clock through the client, which never sends one:
+// TestLuaMatchesAlgo holds them to algo on the wire, and client's TestBackendsAgree
+// holds all three backends to the same Results. On the real clock, all three pass the
+// lesson's window boundary (fixed window 200, log 100), the atomicity test, and
+// WRONGTYPE leaving the state as it was.
+func TestClientBackends(t *testing.T) {
+	r, s := needRedis(t), needServer(t)
+	t.Cleanup(func() { flush(t, r); flush(t, s) })
+	ctx := context.Background()
+	// A budget no loaded machine under -race reaches: the timeout is not under test here.
+	opts := client.Options{Timeout: time.Minute}
+	connect := func(addr string) *redis.Client {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MaxRetries: -1, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { rdb.Close() })
+		return rdb
+	}
+	native, err := client.New(connect(s.addr), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripted, err := client.NewLua(connect(r.addr), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, err := client.NewEmbedded(client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limitOf := func(r algo.Request) client.Limit {
+		w := time.Duration(r.Window) * time.Microsecond
+		n := int(r.Limit)
+		switch r.Kind {
+		case algo.KindFixed:
+			return client.Fixed(n, w)
+		case algo.KindSlide:
+			return client.Slide(n, w)
+		case algo.KindLog:
+			return client.Log(n, w)
+		case algo.KindToken:
+			return client.TokenRate(n, int(cmp.Or(r.Rate, r.Limit)), w)
+		case algo.KindGCRA:
+			return client.GCRA(n, w, int(cmp.Or(r.Burst, r.Limit)))
+		}
+		return client.Leaky(n, w, int(r.Queue))
+	}
+	noThrottle := func(ks []algo.Kind) []algo.Kind {
+		return slices.DeleteFunc(slices.Clone(ks), func(k algo.Kind) bool { return k == algo.KindThrottle })
+	}
+
+	t.Run("differential", func(t *testing.T) {
+		defer flush(t, s) // the real clock back for the scenarios below
+		sd := seed(t)
+		var now int64
+		frozen, err := client.NewEmbedded(client.Options{Clock: func() time.Time { return time.UnixMicro(now) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sides := []struct {
+			name   string
+			c      *client.Client
+			setNow func(us int64) error
+		}{
+			{"embedded", frozen, func(us int64) error { now = us; return nil }},
+			{"rlserver", native, func(us int64) error { return s.client.Do(ctx, "DEBUG", "CLOCK", "SET", us).Err() }},
+		}
+		for _, ks := range differentialCases() {
+			if ks = noThrottle(ks); len(ks) == 0 {
+				continue
+			}
+			name := label(ks)
+			t.Run(name, func(t *testing.T) {
+				steps := genSteps(t, sd, "client-"+name, max(1, *compatCalls/5), ks...)
+				ref := algoSide{map[string]*algoKey{}}
+				for i, st := range steps {
+					if st.req.Peek {
+						st.req.Cost = 1 // client.Peek decides a cost of 1
+					}
+					want := ref.do(st)
+					wantRes := client.Result{Allowed: want.reply[0] == 1, Limit: int(want.reply[1]), Remaining: int(want.reply[2]),
+						RetryAfter: time.Duration(want.reply[3]) * time.Millisecond, ResetAfter: time.Duration(want.reply[4]) * time.Millisecond}
+					if want.reply[3] == -1 {
+						wantRes.RetryAfter = client.Never
+					}
+					l := limitOf(st.req)
+					for _, side := range sides {
+						if err := side.setNow(st.now); err != nil {
+							t.Fatal(err)
+						}
+						var got client.Result
+						var err error
+						if st.req.Peek {
+							got, err = side.c.Peek(ctx, st.key, l)
+						} else {
+							got, err = side.c.AllowN(ctx, st.key, l, int(st.req.Cost))
+						}
+						if want.err != "" && errors.Is(err, client.ErrWrongType) || want.err == "" && err == nil && got == wantRes {
+							continue
+						}
+						t.Fatalf("-compat.seed=%d, step %d: %s %s %+v cost %d peek %v at %d µs:\n  %s: %+v, %v\n  algo: %+v %s",
+							sd, i, side.name, st.key, l, st.req.Cost, st.req.Peek, st.now, side.name, got, err, wantRes, want.err)
+					}
+				}
+			})
+		}
+	})
+
+	backends := []struct {
+		name string
+		c    *client.Client
+	}{{"embedded", embedded}, {"rlserver", native}, {"redis+lua", scripted}}
+
+	t.Run("window boundary", func(t *testing.T) {
+		// TestWindowBoundary's timing: limit 100 per 1,000 ms, 100 calls 150 ms before a
+		// boundary of the 1-s grid, 100 calls 50 ms after.
+		ks := []algo.Kind{algo.KindFixed, algo.KindLog}
+		want := map[algo.Kind]int{algo.KindFixed: 200, algo.KindLog: 100}
+		now := time.Now()
+		boundary := now.Truncate(time.Second).Add(time.Second)
+		if boundary.Sub(now) < 300*time.Millisecond {
+			boundary = boundary.Add(time.Second)
+		}
+		admitted := make([]map[algo.Kind][]time.Time, len(backends))
+		errs := make([]error, len(backends))
+		for _, at := range []time.Time{boundary.Add(-150 * time.Millisecond), boundary.Add(50 * time.Millisecond)} {
+			time.Sleep(time.Until(at))
+			var wg sync.WaitGroup
+			for i, b := range backends {
+				if admitted[i] == nil {
+					admitted[i] = map[algo.Kind][]time.Time{}
+				}
+				wg.Go(func() {
+					for _, k := range ks {
+						l := limitOf(request(k, 100, 1000))
+						for range 100 {
+							sent := time.Now()
+							res, err := b.c.Allow(ctx, "client-boundary:"+k.Command(), l)
+							if err != nil {
+								errs[i] = err
+								return
+							}
+							if res.Allowed {
+								admitted[i][k] = append(admitted[i][k], sent)
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+		}
+		for i, b := range backends {
+			if errs[i] != nil {
+				t.Fatalf("%s: %v", b.name, errs[i])
+			}
+			for _, k := range ks {
+				if n := maxInWindow(admitted[i][k], time.Second); n != want[k] {
+					t.Errorf("%s %s: %d admitted in a 1-s window across the boundary, want %d", b.name, k.Command(), n, want[k])
+				}
+			}
+		}
+	})
+
+	t.Run("atomicity", func(t *testing.T) {
+		// TestAtomicity's limits: 100 per a window no refill touches in the test, no
+		// fixed-window boundary near; 50 clients, 10 calls each.
+		const clients, calls, limit = 50, 10, 100
+		windowMs := int64(31_536_000_000)
+		if w := windowMs * 1000; w-time.Now().UnixMicro()%w < 600_000_000 {
+			windowMs -= 86_400_000
+		}
+		for _, b := range backends {
+			for _, k := range noThrottle(kinds) {
+				r := request(k, limit, windowMs)
+				switch k {
+				case algo.KindToken:
+					r.Rate = 1 // per year
+				case algo.KindLeaky:
+					r.Queue = limit - 1
+				}
+				l := limitOf(r)
+				var n atomic.Int64
+				var wg sync.WaitGroup
+				errs := make(chan error, clients)
+				for range clients {
+					wg.Go(func() {
+						for range calls {
+							res, err := b.c.Allow(ctx, "client-atomic:"+k.Command(), l)
+							if err != nil {
+								errs <- err
+								return
+							}
+							if res.Allowed {
+								n.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				if err := <-errs; err != nil {
+					t.Fatalf("%s %s: %v", b.name, k.Command(), err)
+				}
+				if n.Load() != limit {
+					t.Errorf("%s %s: %d clients x %d calls admitted %d, want exactly %d", b.name, k.Command(), clients, calls, n.Load(), limit)
+				}
+			}
+		}
+	})
+
+	t.Run("wrong type", func(t *testing.T) {
+		for _, b := range backends {
+			for _, ka := range noThrottle(kinds) {
+				for _, kb := range noThrottle(kinds) {
+					if ka == kb {
+						continue
+					}
+					key := "client-wrongtype:" + ka.Command() + ":" + kb.Command()
+					control := "client-wrongtype-control:" + ka.Command() + ":" + kb.Command()
+					la, lb := limitOf(request(ka, 10, 60_000)), limitOf(request(kb, 10, 60_000))
+					for _, k := range []string{key, control} {
+						if _, err := b.c.Allow(ctx, k, la); err != nil {
+							t.Fatalf("%s %s: %v", b.name, ka.Command(), err)
+						}
+					}
+					if _, err := b.c.Allow(ctx, key, lb); !errors.Is(err, client.ErrWrongType) {
+						t.Errorf("%s: %s on a %s key: %v, want ErrWrongType", b.name, kb.Command(), ka.Command(), err)
+					}
+					got, err1 := b.c.Peek(ctx, key, la)
+					want, err2 := b.c.Peek(ctx, control, la)
+					if err1 != nil || err2 != nil || got.Allowed != want.Allowed || got.Remaining != want.Remaining {
+						t.Errorf("%s %s after a WRONGTYPE call: %+v, %v; without it: %+v, %v", b.name, ka.Command(), got, err1, want, err2)
+					}
+				}
+			}
+		}
+	})
 }

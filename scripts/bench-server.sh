@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 N=${1:-${BENCH_REQUESTS:-300000}}
 CLIENTS=50
+# Two client threads: one redis-benchmark thread saturates (~400k req/s at -P 16 here)
+# before rlserver does, which would cap every ratio at the client's ceiling.
+THREADS=${BENCH_THREADS:-2}
 KEYSPACE=1000000
 RL_PORT=${RL_PORT:-16380}
 REDIS_PORT=${REDIS_PORT:-16379}
@@ -37,7 +40,7 @@ done
 # bench PORT PIPELINE ARGS... prints "rps p50_ms p99_ms" from redis-benchmark's CSV line.
 bench() {
   local port=$1 pipeline=$2; shift 2
-  redis-benchmark -p "$port" -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P "$pipeline" --csv "$@" |
+  redis-benchmark -p "$port" --threads "$THREADS" -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P "$pipeline" --csv "$@" |
     awk -F'","' 'NR==2 { print $2, $5, $7 }'
 }
 

@@ -1,0 +1,303 @@
+// Package client is rlserver's Go client: typed rate limits over go-redis v9, with the
+// same semantics on three backends.
+//
+//   - New: rlserver, through its native RL.* commands.
+//   - NewLua: plain Redis, Valkey or Redis Cluster, through the reference Lua scripts
+//     of package lua (EVALSHA, falling back to EVAL when the server answers NOSCRIPT,
+//     which also caches the script there). The key goes in KEYS, so a cluster or a
+//     Ring routes each call to the node owning the key.
+//   - NewEmbedded: in-process, on a store.Store: no network, for tests and
+//     single-binary apps. Its limits hold per process, not across replicas.
+//
+// All three decide exactly as COMMANDS.md says (the compatibility suite at the module
+// root runs its scenarios through each), so code written against one runs on the
+// others. The API reads like go-redis/redis_rate and golang.org/x/time/rate:
+//
+//	res, err := c.Allow(ctx, "user:42", client.Token(10, time.Second))
+//	if err != nil { ... }          // errors.Is(err, client.ErrUnavailable): fail open or closed
+//	if !res.Allowed {
+//		time.Sleep(res.RetryAfter) // never too early: waiting exactly this long succeeds
+//	}
+//
+// Each call has a timeout budget (Options.Timeout, default 50 ms) on top of the
+// caller's context. go-redis honours context deadlines only when its client is made
+// with ContextTimeoutEnabled: true, so New and NewLua refuse a client without it.
+// Give them a client with MaxRetries: -1 too: a call retried after its reply was lost
+// counts twice.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/store"
+)
+
+// DefaultTimeout is the budget of one call when Options.Timeout is 0. A limiter sits
+// on every request's path: past this, the limiter counts as unavailable.
+const DefaultTimeout = 50 * time.Millisecond
+
+// Never is RetryAfter when a request can never pass: its cost is above the limit (the
+// wire's -1). It is x/time/rate's InfDuration, so a caller who sleeps it never spins.
+const Never = time.Duration(math.MaxInt64)
+
+// Errors of the calls; match them with errors.Is. Each error wraps one of these and,
+// where there is one, the cause (a context error, the server's reply).
+var (
+	// ErrBadLimit is returned for a limit, cost or key the backend refuses: no I/O
+	// was done, or the server refused it (RL.LOG above the server's -max-log-limit).
+	ErrBadLimit = errors.New("client: bad limit")
+	// ErrUnavailable is returned when no decision came back: the backend is down, slow
+	// past the timeout budget, the context is done, or the server is not what the
+	// backend expects (RL.* on plain Redis answers "unknown command").
+	ErrUnavailable = errors.New("client: rate limiter unavailable")
+	// ErrWrongType is returned when the key holds another algorithm's state: two
+	// limits of different algorithms share a key.
+	ErrWrongType = errors.New("client: key holds another algorithm's state")
+)
+
+// Options configures a Client. The zero value is valid for every backend.
+type Options struct {
+	// Timeout is the budget of one call, applied with context.WithTimeout on top of the
+	// caller's context; 0 means DefaultTimeout, a negative value none. NewEmbedded
+	// ignores it: it does no I/O and never waits but for a shard's lock.
+	Timeout time.Duration
+	// MaxLogLimit is the largest Log limit, bounding a log's memory, for NewLua and
+	// NewEmbedded; 0 means store.DefaultMaxLogLimit (100,000), as rlserver's own
+	// default. New leaves it to the server's -max-log-limit and refuses it set.
+	MaxLogLimit int
+	// Shards is the embedded store's shard count, a power of two; 0 means
+	// store.DefaultShards. NewEmbedded only.
+	Shards int
+	// Clock is the embedded backend's time, for tests that must not sleep; nil means
+	// time.Now. NewEmbedded only: rlserver and Redis use their own clocks, as the
+	// contract wants (clients' clocks differ).
+	Clock func() time.Time
+}
+
+// Result is the decision on one call, the five fields of the wire reply.
+type Result struct {
+	// Allowed is true if the request was allowed, and consumed (Peek consumes nothing).
+	// A denied request consumes nothing, in every algorithm.
+	Allowed bool
+	// Limit is the configured limit: requests per window, the bucket's capacity, or
+	// GCRA's burst.
+	Limit int
+	// Remaining is how many more cost-1 requests would be allowed right now.
+	Remaining int
+	// RetryAfter is, when denied, how long until this same request would be allowed,
+	// rounded up to the ms (waiting exactly that long succeeds), or Never. When allowed
+	// it is 0, except for Leaky, where it is the delay the caller must wait before
+	// proceeding: its place in the queue.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the key is back to its fresh state (full
+	// Remaining), rounded up to the ms; 0 if it already is.
+	ResetAfter time.Duration
+}
+
+// Client makes rate-limit calls on one backend. It is safe for concurrent use.
+type Client struct {
+	backend backend
+	timeout time.Duration // 0: no budget of our own
+}
+
+// backend is where a decision is made: rlserver, Redis running the scripts, or an
+// in-process store. Errors are already classified (ErrBadLimit, ErrUnavailable,
+// ErrWrongType).
+type backend interface {
+	decide(ctx context.Context, key string, r algo.Request) (algo.Decision, error)
+	reset(ctx context.Context, key string) error
+}
+
+// New returns a Client for rlserver, using its native RL.* commands through rdb: a
+// *redis.Client, or a *redis.Ring spreading keys over several rlservers.
+func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
+	if err := checkRedis(rdb, opts, "New"); err != nil {
+		return nil, err
+	}
+	if opts.MaxLogLimit != 0 {
+		return nil, errors.New("client: Options.MaxLogLimit is for NewLua and NewEmbedded; with New, rlserver's -max-log-limit decides")
+	}
+	return &Client{backend: serverBackend{rdb}, timeout: budget(opts.Timeout)}, nil
+}
+
+// NewLua returns a Client for plain Redis, Valkey or Redis Cluster (5 or later): each
+// call runs the reference script of its algorithm, atomically, keyed in KEYS so a
+// *redis.ClusterClient or *redis.Ring routes it to the key's node.
+func NewLua(rdb redis.UniversalClient, opts Options) (*Client, error) {
+	if err := checkRedis(rdb, opts, "NewLua"); err != nil {
+		return nil, err
+	}
+	maxLog, err := maxLogLimit(opts.MaxLogLimit)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{backend: luaBackend{rdb: rdb, maxLogLimit: maxLog}, timeout: budget(opts.Timeout)}, nil
+}
+
+// NewEmbedded returns a Client deciding in-process, on a store of its own. Keys whose
+// state is fresh again go at the next call on their shard.
+func NewEmbedded(opts Options) (*Client, error) {
+	maxLog, err := maxLogLimit(opts.MaxLogLimit)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Shards < 0 {
+		return nil, fmt.Errorf("client: Options.Shards must be 0 (the default) or a power of two, got %d", opts.Shards)
+	}
+	st, err := store.New(store.Config{Shards: opts.Shards, MaxLogLimit: maxLog})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Client{backend: embeddedBackend{store: st, clock: clock, maxLogLimit: maxLog}}, nil
+}
+
+// checkRedis validates the options shared by New and NewLua, and rdb's settings that
+// the timeout budget depends on.
+func checkRedis(rdb redis.UniversalClient, opts Options, constructor string) error {
+	if rdb == nil {
+		return fmt.Errorf("client: %s needs a go-redis client, got nil", constructor)
+	}
+	if opts.Shards != 0 || opts.Clock != nil {
+		return fmt.Errorf("client: Options.Shards and Options.Clock are for NewEmbedded only, not %s", constructor)
+	}
+	var contextTimeout bool
+	switch c := rdb.(type) {
+	case *redis.Client:
+		contextTimeout = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		contextTimeout = c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		contextTimeout = c.Options().ContextTimeoutEnabled
+	default:
+		return nil // a wrapper we cannot look into: its owner knows
+	}
+	if !contextTimeout {
+		return fmt.Errorf("client: %s needs a go-redis client made with ContextTimeoutEnabled: true; "+
+			"without it go-redis ignores context deadlines and a stalled server holds each call for its ReadTimeout", constructor)
+	}
+	return nil
+}
+
+// budget is the per-call timeout for Options.Timeout t.
+func budget(t time.Duration) time.Duration {
+	switch {
+	case t == 0:
+		return DefaultTimeout
+	case t < 0:
+		return 0
+	}
+	return t
+}
+
+// maxLogLimit is the Log limit cap for Options.MaxLogLimit n.
+func maxLogLimit(n int) (int64, error) {
+	switch {
+	case n == 0:
+		return store.DefaultMaxLogLimit, nil
+	case n < 0 || n > maxCount:
+		return 0, fmt.Errorf("client: Options.MaxLogLimit must be between 1 and %d (0: %d), got %d", maxCount, store.DefaultMaxLogLimit, n)
+	}
+	return int64(n), nil
+}
+
+// Allow decides one request of cost 1 on key under l, consuming it if allowed.
+func (c *Client) Allow(ctx context.Context, key string, l Limit) (Result, error) {
+	return c.call(ctx, key, l, 1, false)
+}
+
+// AllowN decides one request of cost n on key under l, consuming n if allowed. A cost
+// of 0 is always allowed and changes nothing; n may be up to the limit times 1000,
+// and a cost above what the limit can ever hold is denied with RetryAfter Never.
+func (c *Client) AllowN(ctx context.Context, key string, l Limit, n int) (Result, error) {
+	return c.call(ctx, key, l, n, false)
+}
+
+// Peek decides a request of cost 1 on key under l as Allow would, but consumes
+// nothing and creates no state.
+func (c *Client) Peek(ctx context.Context, key string, l Limit) (Result, error) {
+	return c.call(ctx, key, l, 1, true)
+}
+
+// Reset removes key's state, whatever its algorithm: the next call finds it fresh.
+func (c *Client) Reset(ctx context.Context, key string) error {
+	ctx, cancel, err := c.start(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return withContext(ctx, c.backend.reset(ctx, key))
+}
+
+func (c *Client) call(ctx context.Context, key string, l Limit, n int, peek bool) (Result, error) {
+	if err := l.Validate(); err != nil {
+		return Result{}, err
+	}
+	if err := l.checkCost(n); err != nil {
+		return Result{}, err
+	}
+	ctx, cancel, err := c.start(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cancel()
+	d, err := c.backend.decide(ctx, key, l.request(int64(n), peek))
+	if err != nil {
+		return Result{}, withContext(ctx, err)
+	}
+	return resultOf(d), nil
+}
+
+// withContext adds ctx's error to err when the context ended the call: go-redis
+// reports a deadline as the socket's "i/o timeout", and callers match
+// context.DeadlineExceeded. The socket's deadline is the context's, and may pass
+// before the context's own timer has fired: the time decides.
+func withContext(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	cause := ctx.Err()
+	if deadline, ok := ctx.Deadline(); cause == nil && ok && !time.Now().Before(deadline) {
+		cause = context.DeadlineExceeded
+	}
+	if cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, cause)
+}
+
+// start refuses a context already done, and applies the timeout budget.
+func (c *Client) start(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if c.timeout == 0 {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	return ctx, cancel, nil
+}
+
+// resultOf reads the wire fields of d.
+func resultOf(d algo.Decision) Result {
+	retry := time.Duration(d.RetryAfter) * time.Millisecond
+	if d.RetryAfter < 0 {
+		retry = Never
+	}
+	return Result{
+		Allowed:    d.Allowed,
+		Limit:      int(d.Limit),
+		Remaining:  int(d.Remaining),
+		RetryAfter: retry,
+		ResetAfter: time.Duration(d.ResetAfter) * time.Millisecond,
+	}
+}

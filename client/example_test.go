@@ -1,0 +1,145 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/client"
+)
+
+// frozen is a clock that never moves, so that the examples' output is repeatable.
+// Leave Options.Clock nil for the real time.
+func frozen() time.Time { return time.Unix(1_750_000_000, 0) }
+
+func Example() {
+	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	limit := client.Token(3, time.Second) // 3 at once, then one every 333.3 ms
+	for range 4 {
+		res, err := c.Allow(ctx, "user:42", limit)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("allowed=%v remaining=%d retry after %v\n", res.Allowed, res.Remaining, res.RetryAfter)
+	}
+	// Output:
+	// allowed=true remaining=2 retry after 0s
+	// allowed=true remaining=1 retry after 0s
+	// allowed=true remaining=0 retry after 0s
+	// allowed=false remaining=0 retry after 334ms
+}
+
+// New talks to rlserver. The go-redis client must honour context deadlines, and should
+// not retry (a retried call counts twice).
+func ExampleNew() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380", ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer rdb.Close()
+	c, err := client.New(rdb, client.Options{}) // each call: 50 ms at most
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := c.Allow(context.Background(), "user:42", client.GCRA(100, time.Second, 20))
+	switch {
+	case errors.Is(err, client.ErrUnavailable):
+		// Down, or slower than the budget: fail open (serve) or closed (refuse), as you decide.
+	case err != nil:
+		log.Fatal(err) // ErrBadLimit or ErrWrongType: a bug to fix, not a condition to handle
+	case !res.Allowed:
+		fmt.Println("come back in", res.RetryAfter)
+	}
+}
+
+// NewLua runs the same limits on plain Redis, Valkey or a Redis Cluster.
+func ExampleNewLua() {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+	})
+	defer rdb.Close()
+	c, err := client.NewLua(rdb, client.Options{Timeout: 20 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := c.Allow(context.Background(), "login:203.0.113.7", client.Slide(5, time.Minute))
+	fmt.Println(res.Allowed, err)
+}
+
+// AllowN spends several units at once: here, a report worth 4 of a 10-a-minute quota.
+func ExampleClient_AllowN() {
+	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	limit := client.Fixed(10, time.Minute)
+	for range 3 {
+		res, err := c.AllowN(context.Background(), "reports:acme", limit, 4)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("allowed=%v remaining=%d\n", res.Allowed, res.Remaining)
+	}
+	// Output:
+	// allowed=true remaining=6
+	// allowed=true remaining=2
+	// allowed=false remaining=2
+}
+
+// Peek answers as Allow would, and consumes nothing.
+func ExampleClient_Peek() {
+	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	limit := client.Log(2, time.Hour)
+	for _, name := range []string{"peek", "peek", "allow", "peek"} {
+		call := c.Peek
+		if name == "allow" {
+			call = c.Allow
+		}
+		res, err := call(ctx, "user:7", limit)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: allowed=%v remaining=%d\n", name, res.Allowed, res.Remaining)
+	}
+	// Output:
+	// peek: allowed=true remaining=1
+	// peek: allowed=true remaining=1
+	// allow: allowed=true remaining=1
+	// peek: allowed=true remaining=0
+}
+
+// Leaky shapes rather than refuses: an allowed Result's RetryAfter is the caller's
+// turn in the queue, the time to wait before going ahead.
+func ExampleLeaky() {
+	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	limit := client.Leaky(2, time.Second, 2) // one leaves every 500 ms, two may wait
+	for range 4 {
+		res, err := c.Allow(context.Background(), "jobs", limit)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if res.Allowed {
+			fmt.Println("go in", res.RetryAfter)
+		} else {
+			fmt.Println("denied, the queue has room in", res.RetryAfter)
+		}
+	}
+	// Output:
+	// go in 0s
+	// go in 500ms
+	// go in 1s
+	// denied, the queue has room in 500ms
+}

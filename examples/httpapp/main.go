@@ -1,0 +1,144 @@
+// Command httpapp is the lesson's lab app: /fast answers at once, /limited answers
+// behind the rate limiter, 500 requests a second per user (?user=) and twice that per
+// client IP, so that its 429s and headers can be watched with curl:
+//
+//	go run ./cmd/rlserver &                              # rlserver on 127.0.0.1:6380
+//	go run ./examples/httpapp -limiter 127.0.0.1:6380
+//	curl -si "localhost:3001/limited?user=drain2"
+//
+// -backend redis runs the same limits on plain Redis or Valkey through the Lua scripts
+// (-limiter 127.0.0.1:6379; several comma-separated addresses for a Redis Cluster),
+// -backend embedded in-process, with no server at all (limits then hold per process).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/middleware"
+)
+
+// config is what the flags set.
+type config struct {
+	addr       string
+	backend    string
+	limiter    string
+	rate       int
+	timeout    time.Duration
+	failClosed bool
+	trusted    string
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:3001", "address to serve HTTP on")
+	flag.StringVar(&cfg.backend, "backend", "rlserver", "where limits are decided: rlserver, redis (Lua scripts) or embedded")
+	flag.StringVar(&cfg.limiter, "limiter", "127.0.0.1:6380", "the backend's address; comma-separated addresses for a Redis Cluster")
+	flag.IntVar(&cfg.rate, "rate", 500, "requests per second per user on /limited (per IP: twice that)")
+	flag.DurationVar(&cfg.timeout, "timeout", middleware.DefaultTimeout, "limiter budget per request")
+	flag.BoolVar(&cfg.failClosed, "fail-closed", false, "refuse requests (429) when the limiter fails, instead of serving them")
+	flag.StringVar(&cfg.trusted, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed")
+	flag.Parse()
+
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "httpapp:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg config) error {
+	c, closeBackend, err := newClient(cfg.backend, cfg.limiter)
+	if err != nil {
+		return err
+	}
+	defer closeBackend()
+	app, _, err := newApp(c, cfg)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: cfg.addr, Handler: app, ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	slog.Info("httpapp listening", "addr", cfg.addr, "backend", cfg.backend, "limiter", cfg.limiter, "rate", cfg.rate)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// newClient connects to the backend; the returned func closes the connection.
+func newClient(backend, addrs string) (*client.Client, func(), error) {
+	if backend == "embedded" {
+		c, err := client.NewEmbedded(client.Options{})
+		return c, func() {}, err
+	}
+	construct := map[string]func(redis.UniversalClient, client.Options) (*client.Client, error){
+		"rlserver": client.New, "redis": client.NewLua}[backend]
+	if construct == nil {
+		return nil, nil, fmt.Errorf("-backend %q: want rlserver, redis or embedded", backend)
+	}
+	// Context deadlines honoured (the limiter's budget), no retries (a retried call
+	// counts twice). Several addresses make a cluster client.
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ","),
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	c, err := construct(rdb, client.Options{Timeout: -1}) // the middleware's budget applies
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	return c, func() { rdb.Close() }, nil
+}
+
+// newApp is the lesson's app: /fast without a limiter, /limited behind one, and
+// /healthz. The Limiter is returned for its Stats.
+func newApp(c *client.Client, cfg config) (http.Handler, *middleware.Limiter, error) {
+	var trusted []string
+	if cfg.trusted != "" {
+		trusted = strings.Split(cfg.trusted, ",")
+	}
+	lim, err := middleware.New(middleware.Config{
+		Client: c,
+		Dimensions: []middleware.Dimension{
+			{Name: "user", By: middleware.ByUser, Limit: client.Token(cfg.rate, time.Second)},
+			{Name: "ip", By: middleware.ByIP, Limit: client.Token(2*cfg.rate, time.Second)},
+		},
+		User:           func(r *http.Request) string { return r.URL.Query().Get("user") },
+		TrustedProxies: trusted,
+		Timeout:        cfg.timeout,
+		FailClosed:     cfg.failClosed,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	})
+	mux.Handle("GET /fast", hello)
+	mux.Handle("GET /limited", lim.Handler(hello))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		st := lim.Stats()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"allowed":%d,"limited":%d,"failed":%d}`, st.Allowed, st.Limited, st.Failed)
+	})
+	return mux, lim, nil
+}
