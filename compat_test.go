@@ -40,6 +40,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/lua"
 )
 
@@ -57,13 +58,12 @@ var kinds = []algo.Kind{algo.KindFixed, algo.KindSlide, algo.KindLog, algo.KindT
 
 // suite holds what TestMain started, shared by the tests, which run one at a time.
 var suite struct {
-	dir          string
-	redisMissing string // why redis-server cannot run here, or ""
-	redis        *process
-	redisErr     error
-	serverBin    string
-	server       *process
-	serverErr    error
+	dir       string
+	redis     *process // nil when redis-server is not on PATH or did not start
+	redisErr  error
+	serverBin string
+	server    *process
+	serverErr error
 }
 
 func TestMain(m *testing.M) {
@@ -80,9 +80,7 @@ func runSuite(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	suite.dir = dir
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		suite.redisMissing = "redis-server is not on PATH; install it to run the compatibility suite " +
-			"(Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)"
-		return m.Run()
+		return m.Run() // needRedis skips or fails each test
 	}
 	if suite.redis, suite.redisErr = startRedis(dir); suite.redis != nil {
 		defer suite.redis.stop()
@@ -99,12 +97,7 @@ func runSuite(m *testing.M) int {
 // or skips (fails under RLSERVER_REQUIRE_REDIS=1) when there is none.
 func needRedis(t *testing.T) *process {
 	t.Helper()
-	if suite.redisMissing != "" {
-		if os.Getenv("RLSERVER_REQUIRE_REDIS") == "1" {
-			t.Fatal(suite.redisMissing + " (RLSERVER_REQUIRE_REDIS=1 makes this a failure)")
-		}
-		t.Skip(suite.redisMissing + "; RLSERVER_REQUIRE_REDIS=1 turns this skip into a failure")
-	}
+	testenv.RedisTool(t, "redis-server")
 	if suite.redisErr != nil {
 		t.Fatal(suite.redisErr)
 	}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/lua"
 	"github.com/rlserver/rlserver/resp"
 )
@@ -357,7 +359,7 @@ func TestNoScript(t *testing.T) {
 // TestServerRefuses: a limit the server's own configuration refuses is ErrBadLimit,
 // as on the other backends.
 func TestServerRefuses(t *testing.T) {
-	rdb := newRedis(t, startServer(t, resp.Config{MaxLogLimit: 10}))
+	rdb := newRedis(t, testenv.StartServer(t, resp.Config{MaxLogLimit: 10}))
 	c, err := client.New(rdb, client.Options{Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -372,8 +374,8 @@ func TestServerRefuses(t *testing.T) {
 // already done, and rlserver's commands sent to plain Redis all give ErrUnavailable.
 func TestUnavailable(t *testing.T) {
 	ctx := context.Background()
-	dead := deadAddr(t)
-	stalled := stalledAddr(t)
+	dead := testenv.DeadAddr(t)
+	stalled := testenv.StalledAddr(t)
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	cases := []struct {
@@ -396,7 +398,7 @@ func TestUnavailable(t *testing.T) {
 			lua     bool
 			ctx     context.Context
 			wantErr error
-		}{"RL.* on plain Redis", startRedis(t), false, ctx, nil})
+		}{"RL.* on plain Redis", testenv.StartRedis(t), false, ctx, nil})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -425,48 +427,6 @@ func TestUnavailable(t *testing.T) {
 	}
 }
 
-// deadAddr is a loopback address where nothing listens.
-func deadAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// stalledAddr is a loopback server that accepts connections and never answers.
-func stalledAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // TestRing spreads keys over two servers with a go-redis Ring, on both network
 // backends: every key's calls land on one shard, and both shards get keys.
 func TestRing(t *testing.T) {
@@ -476,9 +436,9 @@ func TestRing(t *testing.T) {
 			addrs := map[string]string{}
 			for _, shard := range []string{"a", "b"} {
 				if lua {
-					addrs[shard] = startRedis(t)
+					addrs[shard] = testenv.StartRedis(t)
 				} else {
-					addrs[shard] = startServer(t, resp.Config{})
+					addrs[shard] = testenv.StartServer(t, resp.Config{})
 				}
 			}
 			ring := redis.NewRing(&redis.RingOptions{Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -491,20 +451,14 @@ func TestRing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spreadKeys(t, c, func(ctx context.Context) []int64 {
-				var sizes []int64
-				for _, addr := range addrs {
-					sizes = append(sizes, newRedis(t, addr).DBSize(ctx).Val())
-				}
-				return sizes
-			})
+			spreadKeys(t, c, slices.Collect(maps.Values(addrs)))
 		})
 	}
 }
 
 // spreadKeys calls 40 keys twice each on c: the second call sees the first's state,
-// and dbSizes (the keys on each shard) shows every shard used and 40 keys in all.
-func spreadKeys(t *testing.T, c *client.Client, dbSizes func(context.Context) []int64) {
+// and DBSIZE on each shard's address shows every shard used and 40 keys in all.
+func spreadKeys(t *testing.T, c *client.Client, shards []string) {
 	t.Helper()
 	ctx := context.Background()
 	l := client.Fixed(2, hour)
@@ -517,7 +471,10 @@ func spreadKeys(t *testing.T, c *client.Client, dbSizes func(context.Context) []
 		}
 	}
 	var total int64
-	sizes := dbSizes(ctx)
+	var sizes []int64
+	for _, addr := range shards {
+		sizes = append(sizes, newRedis(t, addr).DBSize(ctx).Val())
+	}
 	for _, n := range sizes {
 		if n == 0 {
 			t.Errorf("a shard holds no key: %v", sizes)
@@ -532,10 +489,10 @@ func spreadKeys(t *testing.T, c *client.Client, dbSizes func(context.Context) []
 // TestCluster runs the Lua backend on a three-node Redis Cluster: each call goes to
 // the node that owns its key.
 func TestCluster(t *testing.T) {
-	cli := needRedisTools(t, "redis-server", "redis-cli")[1]
+	cli := testenv.RedisTool(t, "redis-cli")
 	var addrs []string
 	for range 3 {
-		addrs = append(addrs, startRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		addrs = append(addrs, testenv.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "5000"))
 	}
 	create := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...)
@@ -561,11 +518,5 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spreadKeys(t, c, func(ctx context.Context) []int64 {
-		var sizes []int64
-		for _, addr := range addrs {
-			sizes = append(sizes, newRedis(t, addr).DBSize(ctx).Val())
-		}
-		return sizes
-	})
+	spreadKeys(t, c, addrs)
 }

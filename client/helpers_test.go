@@ -2,140 +2,16 @@ package client_test
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"math/rand/v2"
-	"net"
-	"os"
-	"os/exec"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 )
-
-const redisHint = "redis-server is not on PATH; install it to test the Redis+Lua backend " +
-	"(Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)"
-
-// needRedisTools returns the path of each tool, or skips t (fails it under
-// RLSERVER_REQUIRE_REDIS=1, as CI sets) when one is missing.
-func needRedisTools(t testing.TB, tools ...string) []string {
-	t.Helper()
-	paths := make([]string, len(tools))
-	for i, tool := range tools {
-		p, err := exec.LookPath(tool)
-		if err != nil {
-			if os.Getenv("RLSERVER_REQUIRE_REDIS") == "1" {
-				t.Fatal(redisHint + " (RLSERVER_REQUIRE_REDIS=1 makes this a failure)")
-			}
-			t.Skip(redisHint + "; RLSERVER_REQUIRE_REDIS=1 turns this skip into a failure")
-		}
-		paths[i] = p
-	}
-	return paths
-}
-
-// startRedis starts a redis-server on a free loopback port, stopped when t ends, and
-// returns its address. extra are more redis-server arguments.
-func startRedis(t testing.TB, extra ...string) string {
-	t.Helper()
-	bin := needRedisTools(t, "redis-server")[0]
-	var lastErr error
-	for range 3 { // the port is free when picked, but may be taken before redis binds it
-		port := freePort(t)
-		dir := t.TempDir()
-		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--dir", dir, "--loglevel", "warning"}, extra...)
-		cmd := exec.Command(bin, args...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		stop := func() {
-			cmd.Process.Kill()
-			<-exited
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if lastErr = waitPing(addr, exited); lastErr == nil {
-			t.Cleanup(stop)
-			return addr
-		}
-		stop()
-	}
-	t.Fatalf("redis-server did not start: %v", lastErr)
-	return ""
-}
-
-// freePort returns a loopback port nobody listens on, and none on port+10000 either
-// (a Redis Cluster node's bus port), below 55536 so that both exist.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for range 100 {
-		port := 20000 + rand.IntN(35000)
-		a, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		b, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
-		a.Close()
-		if err != nil {
-			continue
-		}
-		b.Close()
-		return port
-	}
-	t.Fatal("no free port pair")
-	return 0
-}
-
-// waitPing waits up to 10 s for a server at addr to answer PING.
-func waitPing(addr string, exited <-chan struct{}) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer rdb.Close()
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		if err = rdb.Ping(context.Background()).Err(); err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited at start: %w", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return err
-}
-
-// startServer runs an rlserver in-process on a free loopback port, closed when t
-// ends, and returns its address. DEBUG CLOCK is on, for tests that freeze the clock.
-func startServer(t testing.TB, cfg resp.Config) string {
-	t.Helper()
-	cfg.EnableDebugCommand = true
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	srv, err := resp.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		if err := <-done; err != nil {
-			t.Errorf("rlserver Serve: %v", err)
-		}
-	})
-	return ln.Addr().String()
-}
 
 // redisOptions are the go-redis settings the client asks for: context deadlines
 // honoured, no retries (a retried call counts twice).
@@ -181,7 +57,7 @@ func embedded(t testing.TB) backend {
 
 // rlserver is an in-process rlserver, its clock set with DEBUG CLOCK SET.
 func rlserver(t testing.TB) backend {
-	rdb := newRedis(t, startServer(t, resp.Config{}))
+	rdb := newRedis(t, testenv.StartServer(t, resp.Config{EnableDebugCommand: true}))
 	c, err := client.New(rdb, client.Options{Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +72,7 @@ func rlserver(t testing.TB) backend {
 // redisLua is a redis-server running the scripts, its clock the scripts' now_us
 // argument, which a go-redis hook appends to every EVALSHA and EVAL (package lua).
 func redisLua(t testing.TB) backend {
-	rdb := newRedis(t, startRedis(t))
+	rdb := newRedis(t, testenv.StartRedis(t))
 	hook := &nowHook{}
 	scripted := newRedis(t, rdb.Options().Addr)
 	scripted.AddHook(hook)

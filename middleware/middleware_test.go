@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/middleware"
+	"github.com/rlserver/rlserver/resp"
 )
 
 const (
@@ -154,8 +156,10 @@ func TestBackends(t *testing.T) {
 		open func(t *testing.T) *client.Client
 	}{
 		{"embedded", func(t *testing.T) *client.Client { return embeddedClient(t, true) }},
-		{"rlserver", func(t *testing.T) *client.Client { return networkClient(t, startServer(t), false, 5*sec) }},
-		{"redis+lua", func(t *testing.T) *client.Client { return networkClient(t, startRedis(t), true, 5*sec) }},
+		{"rlserver", func(t *testing.T) *client.Client {
+			return networkClient(t, testenv.StartServer(t, resp.Config{}), false, 5*sec)
+		}},
+		{"redis+lua", func(t *testing.T) *client.Client { return networkClient(t, testenv.StartRedis(t), true, 5*sec) }},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -211,7 +215,7 @@ func TestBackends(t *testing.T) {
 // fail closed answers 429 with Retry-After: 1; both count the failure, and both answer
 // within the budget.
 func TestFailure(t *testing.T) {
-	dead, stalled := deadAddr(t), stalledAddr(t)
+	dead, stalled := testenv.DeadAddr(t), testenv.StalledAddr(t)
 	for _, addr := range []string{dead, stalled} {
 		for _, closed := range []bool{false, true} {
 			name := map[string]string{dead: "refused", stalled: "stalled"}[addr] + map[bool]string{false: " open", true: " closed"}[closed]
@@ -250,7 +254,7 @@ func TestFailure(t *testing.T) {
 func TestFailureLog(t *testing.T) {
 	var logs bytes.Buffer
 	lim, err := middleware.New(middleware.Config{
-		Client: networkClient(t, deadAddr(t), true, 0), User: userParam, LogInterval: 10 * sec,
+		Client: networkClient(t, testenv.DeadAddr(t), true, 0), User: userParam, LogInterval: 10 * sec,
 		Logger:     slog.New(slog.NewJSONHandler(&logs, nil)),
 		Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Token(5, sec)}},
 	})

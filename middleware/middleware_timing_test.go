@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/middleware"
+	"github.com/rlserver/rlserver/resp"
 )
 
 // BenchmarkMiddleware measures what the limiter adds to a request: the same handler
@@ -35,8 +37,10 @@ func BenchmarkMiddleware(b *testing.B) {
 	}{
 		{"bare", func(*testing.B) http.Handler { return ok }},
 		{"embedded", func(b *testing.B) http.Handler { return limited(b, embeddedClient(b, true)) }},
-		{"rlserver", func(b *testing.B) http.Handler { return limited(b, networkClient(b, startServer(b), false, 0)) }},
-		{"redis+lua", func(b *testing.B) http.Handler { return limited(b, networkClient(b, startRedis(b), true, 0)) }},
+		{"rlserver", func(b *testing.B) http.Handler {
+			return limited(b, networkClient(b, testenv.StartServer(b, resp.Config{}), false, 0))
+		}},
+		{"redis+lua", func(b *testing.B) http.Handler { return limited(b, networkClient(b, testenv.StartRedis(b), true, 0)) }},
 	}
 	for _, h := range handlers {
 		b.Run("handler/"+h.name, func(b *testing.B) {

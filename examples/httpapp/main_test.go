@@ -3,35 +3,15 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 )
-
-// startServer runs an rlserver in-process on a free loopback port, closed when t ends.
-func startServer(t *testing.T) string {
-	srv, err := resp.NewServer(resp.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
-	return ln.Addr().String()
-}
 
 // TestApp runs the app on the embedded backend and on an rlserver: /fast is never
 // limited, /limited lets 3 a second per user through and then answers the lesson's 429.
@@ -40,7 +20,7 @@ func TestApp(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			var addr string
 			if backend == "rlserver" {
-				addr = startServer(t)
+				addr = testenv.StartServer(t, resp.Config{})
 			}
 			c, closeBackend, err := newClient(backend, addr)
 			if err != nil {
