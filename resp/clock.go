@@ -13,6 +13,10 @@ type clock struct {
 	frozen atomic.Int64 // the frozen time, or realTime
 }
 
+// maxClock is the latest time the debug clock accepts, 2^53−1 µs: the engine's
+// float64 formulas hold times exactly below it.
+const maxClock = 1<<53 - 1
+
 // realTime marks the clock as following the real time; no test freezes it there.
 const realTime = math.MinInt64
 
@@ -28,7 +32,7 @@ func (c *clock) set(t int64) { c.frozen.Store(t) }
 
 // advance moves the clock d µs forward and leaves it frozen there; from the real
 // clock it freezes at the real time plus d. It reports false, changing nothing, if
-// the result would overflow.
+// the result would pass maxClock.
 func (c *clock) advance(d int64) bool {
 	for {
 		old := c.frozen.Load()
@@ -36,7 +40,7 @@ func (c *clock) advance(d int64) bool {
 		if old == realTime {
 			base = time.Now().UnixMicro()
 		}
-		if base > math.MaxInt64-d {
+		if base > maxClock-d {
 			return false
 		}
 		if c.frozen.CompareAndSwap(old, base+d) {

@@ -511,24 +511,27 @@ func cmdDebug(s *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 2 {
 		action = strings.ToLower(string(args[2]))
 	}
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
 	switch {
 	case action == "real" && len(args) == 3:
 		s.clock.real()
 	case action == "set" && len(args) == 4:
+		// The engine's float64 formulas hold µs exactly below 2^53 (year 2255).
 		t, ok := parseInt(args[3])
-		if !ok || t < 0 {
-			c.writeError("ERR unix_us must be an integer between 0 and 9223372036854775807")
+		if !ok || t < 1 || t > maxClock {
+			c.writeError(fmt.Sprintf("ERR unix_us must be an integer between 1 and %d", maxClock))
 			return
 		}
 		s.clock.set(t)
 	case action == "advance" && len(args) == 4:
 		d, ok := parseInt(args[3])
-		if !ok || d < 0 {
-			c.writeError("ERR us must be an integer between 0 and 9223372036854775807")
+		if !ok || d < 0 || d > maxClock {
+			c.writeError(fmt.Sprintf("ERR us must be an integer between 0 and %d", maxClock))
 			return
 		}
 		if !s.clock.advance(d) {
-			c.writeError("ERR the clock would overflow")
+			c.writeError(fmt.Sprintf("ERR the clock would pass %d", maxClock))
 			return
 		}
 	default:

@@ -71,9 +71,12 @@ type Server struct {
 	log   *slog.Logger
 	store *store.Store
 	clock clock
-	rc    *redcon.Server
-	runID string
-	start time.Time // for uptime, in real (monotonic) time whatever the debug clock says
+	// clockMu orders DEBUG CLOCK changes with the expiry sweep: a sweep that read the
+	// time before a test set the clock back would otherwise remove keys written after.
+	clockMu sync.Mutex
+	rc      *redcon.Server
+	runID   string
+	start   time.Time // for uptime, in real (monotonic) time whatever the debug clock says
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -192,7 +195,9 @@ func (s *Server) expireLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
+			s.clockMu.Lock()
 			s.store.Expire(s.clock.now())
+			s.clockMu.Unlock()
 		}
 	}
 }
