@@ -309,27 +309,6 @@ func randomCase(rng *rand.Rand, s string) string {
 	return string(b)
 }
 
-// scriptArgs is r as its script takes it (ARGV, see package lua), now_us excluded.
-func scriptArgs(r algo.Request) []any {
-	if r.Kind == algo.KindThrottle {
-		return []any{r.Limit, r.Rate, r.Window / 1_000_000, r.Cost}
-	}
-	peek := 0
-	if r.Peek {
-		peek = 1
-	}
-	args := []any{r.Limit, r.Window / 1000, r.Cost, peek}
-	switch r.Kind {
-	case algo.KindToken:
-		args = append(args, r.Rate)
-	case algo.KindGCRA:
-		args = append(args, r.Burst)
-	case algo.KindLeaky:
-		args = append(args, r.Queue)
-	}
-	return args
-}
-
 // allowed reads a reply's first field: 1 = allowed for RL.*, 0 = allowed for CL.THROTTLE.
 func allowed(kind algo.Kind, reply [5]int64) bool {
 	return (reply[0] == 1) != (kind == algo.KindThrottle)
@@ -574,7 +553,7 @@ func (s scriptSide) run(ctx context.Context, steps []step) ([]outcome, error) {
 	expires := make([]*redis.Cmd, len(steps))
 	for i, st := range steps {
 		sc := lua.Scripts[st.req.Kind.Command()]
-		calls[i] = pipe.EvalSha(ctx, sc.SHA1, []string{st.key}, append(scriptArgs(st.req), st.now)...)
+		calls[i] = pipe.EvalSha(ctx, sc.SHA1, []string{st.key}, append(lua.Args(st.req), st.now)...)
 		exists[i] = pipe.Do(ctx, "EXISTS", st.key)
 		// Under now_us a script's key expires at the µs its PEXPIRETIME holds (package lua).
 		expires[i] = pipe.Do(ctx, "PEXPIRETIME", st.key)
@@ -854,7 +833,7 @@ type caller interface {
 // call makes (or, on a pipeline, queues) one call of r on key, at the server's own time.
 func (tg target) call(ctx context.Context, c caller, key string, r algo.Request) *redis.Cmd {
 	if tg.script {
-		return c.EvalSha(ctx, lua.Scripts[r.Kind.Command()].SHA1, []string{key}, scriptArgs(r)...)
+		return c.EvalSha(ctx, lua.Scripts[r.Kind.Command()].SHA1, []string{key}, lua.Args(r)...)
 	}
 	return c.Do(ctx, command(r, key, nil)...)
 }
@@ -1303,7 +1282,7 @@ func measureMemory(t *testing.T, k algo.Kind) perUser {
 		loadLog(t, r, s, users)
 	} else {
 		req := request(k, 10, 3_600_000)
-		eval := append([]string{"EVALSHA", lua.Scripts[k.Command()].SHA1, "1", ""}, words(scriptArgs(req))...)
+		eval := append([]string{"EVALSHA", lua.Scripts[k.Command()].SHA1, "1", ""}, words(lua.Args(req))...)
 		bulk(t, r, users, keyed(eval, 3))
 		bulk(t, s, users, keyed(words(command(req, "", nil)), 1))
 	}
@@ -1357,7 +1336,7 @@ func loadLog(t *testing.T, r, s *process, users int) {
 	// The probe: the script's own set after the same 100 calls.
 	sc := lua.Scripts["rl.log"]
 	for j := range int64(entries) {
-		if err := r.client.EvalSha(ctx, sc.SHA1, []string{"probe"}, append(scriptArgs(req), base+j*gap)...).Err(); err != nil {
+		if err := r.client.EvalSha(ctx, sc.SHA1, []string{"probe"}, append(lua.Args(req), base+j*gap)...).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

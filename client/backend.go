@@ -65,21 +65,7 @@ func (b luaBackend) decide(ctx context.Context, key string, r algo.Request) (alg
 	if err := checkLogLimit(r, b.maxLogLimit); err != nil {
 		return algo.Decision{}, err
 	}
-	// ARGV as package lua lays it out: limit window_ms cost peek [option].
-	var peek int64
-	if r.Peek {
-		peek = 1
-	}
-	args := make([]any, 0, 5)
-	args = append(args, r.Limit, r.Window/1000, r.Cost, peek)
-	switch r.Kind {
-	case algo.KindToken:
-		args = append(args, r.Rate)
-	case algo.KindGCRA:
-		args = append(args, r.Burst)
-	case algo.KindLeaky:
-		args = append(args, r.Queue)
-	}
+	args := lua.Args(r)
 	keys := []string{key}
 	sc := scripts[r.Kind]
 	cmd := b.rdb.EvalSha(ctx, sc.SHA1, keys, args...)

@@ -62,6 +62,8 @@ import (
 	"crypto/sha1"
 	_ "embed" // the scripts' parts
 	"encoding/hex"
+
+	"github.com/rlserver/rlserver/algo"
 )
 
 // Script is one reference script.
@@ -106,4 +108,26 @@ func newScript(command, body string) Script {
 	source := common + body
 	sum := sha1.Sum([]byte(source))
 	return Script{Command: command, Source: source, SHA1: hex.EncodeToString(sum[:])}
+}
+
+// Args is r as its script takes it in ARGV (see Arguments above), without now_us: the
+// one place that maps a parsed request onto the scripts' layout.
+func Args(r algo.Request) []any {
+	if r.Kind == algo.KindThrottle {
+		return []any{r.Limit, r.Rate, r.Window / 1_000_000, r.Cost}
+	}
+	peek := 0
+	if r.Peek {
+		peek = 1
+	}
+	args := []any{r.Limit, r.Window / 1000, r.Cost, peek}
+	switch r.Kind {
+	case algo.KindToken:
+		args = append(args, r.Rate)
+	case algo.KindGCRA:
+		args = append(args, r.Burst)
+	case algo.KindLeaky:
+		args = append(args, r.Queue)
+	}
+	return args
 }

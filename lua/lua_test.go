@@ -3,6 +3,8 @@ package lua
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
+	"github.com/rlserver/rlserver/algo"
 	"strings"
 	"testing"
 )
@@ -30,5 +32,24 @@ func TestScripts(t *testing.T) {
 	}
 	if len(Scripts) != 7 {
 		t.Errorf("%d scripts, want 7", len(Scripts))
+	}
+}
+
+func TestArgs(t *testing.T) {
+	tests := []struct {
+		req  algo.Request
+		want string
+	}{
+		{algo.Request{Kind: algo.KindFixed, Limit: 100, Window: 1_000_000, Cost: 1}, "[100 1000 1 0]"},
+		{algo.Request{Kind: algo.KindLog, Limit: 5, Window: 2_000, Cost: 3, Peek: true}, "[5 2 3 1]"},
+		{algo.Request{Kind: algo.KindToken, Limit: 10, Window: 1_000_000, Cost: 1, Rate: 4}, "[10 1000 1 0 4]"},
+		{algo.Request{Kind: algo.KindGCRA, Limit: 10, Window: 1_000_000, Cost: 1, Burst: 2}, "[10 1000 1 0 2]"},
+		{algo.Request{Kind: algo.KindLeaky, Limit: 10, Window: 1_000_000, Cost: 1, Queue: 7}, "[10 1000 1 0 7]"},
+		{algo.Request{Kind: algo.KindThrottle, Limit: 15, Rate: 30, Window: 60_000_000, Cost: 1}, "[15 30 60 1]"},
+	}
+	for _, tt := range tests {
+		if got := fmt.Sprint(Args(tt.req)); got != tt.want {
+			t.Errorf("Args(%+v) = %s, want %s", tt.req, got, tt.want)
+		}
 	}
 }
