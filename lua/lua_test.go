@@ -4,9 +4,10 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
-	"github.com/rlserver/rlserver/algo"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/algo"
 )
 
 // TestScripts checks that every command has its script, common.lua then its body,
