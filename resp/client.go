@@ -23,6 +23,7 @@ type client struct {
 	// The time of the pipeline being run (see serveCommand), valid while batchOpen.
 	batchNow  int64
 	batchOpen bool
+	authed    bool // by AUTH or HELLO AUTH, or no password is required
 
 	proto    atomic.Int32 // 2 or 3, set by HELLO
 	commands atomic.Uint64

@@ -39,28 +39,6 @@ func cmdQuit(_ *Server, c *client, _ [][]byte, _ int64) {
 	c.conn.Close()
 }
 
-// checkAuth answers whether user/pass would log in. No password is configured, so
-// as in Redis without requirepass the default user (which has nopass) is accepted
-// with any password, and every other user is refused.
-func checkAuth(user []byte) bool {
-	return string(user) == "default"
-}
-
-func cmdAuth(_ *Server, c *client, args [][]byte, _ int64) {
-	switch len(args) {
-	case 2:
-		c.writeError(errNoPassword)
-	case 3:
-		if !checkAuth(args[1]) {
-			c.writeError(errWrongPass)
-			return
-		}
-		c.w.WriteString("OK")
-	default:
-		c.writeError(errSyntax)
-	}
-}
-
 // cmdHello serves HELLO [protover [AUTH username password] [SETNAME clientname]]:
 // switch protocol, then answer the server's details as a map in the new protocol.
 // Everything is checked before anything changes.
@@ -80,12 +58,12 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 		}
 		proto = int32(v)
 	}
-	var user []byte
+	var user, pass []byte
 	for i := 2; i < len(args); i++ {
 		more := len(args) - i - 1
 		switch {
 		case bytes.EqualFold(args[i], []byte("auth")) && more >= 2:
-			user = args[i+1]
+			user, pass = args[i+1], args[i+2]
 			i += 2
 		case bytes.EqualFold(args[i], []byte("setname")) && more >= 1:
 			name, setName = args[i+1], true
@@ -95,8 +73,15 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 			return
 		}
 	}
-	if user != nil && !checkAuth(user) {
-		c.writeError(errWrongPass)
+	if user != nil {
+		if !s.checkAuth(user, pass) {
+			c.writeError(errWrongPass)
+			return
+		}
+		c.authed = true
+	}
+	if !c.authed {
+		c.writeError(errHelloNoAuth)
 		return
 	}
 	if setName {

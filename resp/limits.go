@@ -1,0 +1,248 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"time"
+)
+
+// Defaults and fixed bounds of the resource limits.
+const (
+	// DefaultMaxClients is the connection limit unless Config says otherwise, as Redis's maxclients.
+	DefaultMaxClients = 10_000
+	// DefaultProtoMaxBulkLen is the largest bulk string a request may announce unless
+	// Config says otherwise: 512 MB, as Redis's proto-max-bulk-len.
+	DefaultProtoMaxBulkLen = 512 << 20
+
+	// maxMultibulkLen is the most arguments a request may announce. Redis allows
+	// INT_MAX; no rlserver command takes more than a few dozen, and a cap of 2^20
+	// keeps a request's argument slices (24 B each) under 25 MB.
+	maxMultibulkLen = 1 << 20
+	// maxInlineLen is the longest inline command, or length line, that may wait for
+	// its newline: Redis's PROTO_INLINE_MAX_SIZE (64 KB).
+	maxInlineLen = 64 << 10
+	// rejectTimeout bounds how long a refused connection may take to receive its
+	// error (a TLS handshake included) before it is closed anyway.
+	rejectTimeout = time.Second
+)
+
+// Errors of the request bounds, answered as Redis answers them. Each closes the
+// connection that broke the bound, and only it.
+var (
+	errMaxClients       = errors.New("ERR max number of clients reached")
+	errBulkLength       = errors.New("ERR Protocol error: invalid bulk length")
+	errMultibulkLength  = errors.New("ERR Protocol error: invalid multibulk length")
+	errInlineTooBig     = errors.New("ERR Protocol error: too big inline request")
+	errMultibulkTooLong = errors.New("ERR Protocol error: too big mbulk count string")
+	errBulkTooLong      = errors.New("ERR Protocol error: too big bulk count string")
+)
+
+// limitListener enforces maxclients at accept and wraps each connection in a
+// limitConn. It sits under redcon, so every listener (plain and TLS) shares it.
+type limitListener struct {
+	net.Listener
+	s *Server
+}
+
+// Accept returns the next connection within maxclients. One beyond the limit gets
+// Redis's error and is closed by a goroutine of its own, so that a slow client (or
+// its TLS handshake) cannot hold up the accept loop.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		// The slot is reserved here and given back by closeConn, so that two
+		// listeners accepting at once cannot both take the last one.
+		if l.s.connected.Add(1) > int64(l.s.cfg.MaxClients) {
+			l.s.connected.Add(-1)
+			l.s.rejected.Add(1)
+			go reject(conn, errMaxClients)
+			continue
+		}
+		return &limitConn{Conn: conn, maxBulk: l.s.cfg.ProtoMaxBulkLen}, nil
+	}
+}
+
+// reject writes err as an error reply and closes conn.
+func reject(conn net.Conn, err error) {
+	conn.SetDeadline(time.Now().Add(rejectTimeout))
+	conn.Write([]byte("-" + err.Error() + "\r\n"))
+	conn.Close()
+}
+
+// limitConn checks the lengths a request announces before redcon reads them.
+//
+// redcon v1.6.4 has no bounds: it keeps reading until a command is complete, so a
+// client announcing "$9999999999" (or never sending a newline) makes it buffer
+// without end. It does not allocate the announced size up front (its buffer grows
+// by doubling as data arrives), so checking the announcements in the byte stream
+// on the way in is enough, without forking redcon. The scan reads only the length
+// lines and skips bulk payloads by count, so it costs O(1) per argument.
+type limitConn struct {
+	net.Conn
+	maxBulk int64
+	scan    requestScan
+	broken  error // a bound broken in the bytes of the last Read, reported by the next
+}
+
+// Read passes on the bytes up to a broken bound; the bad request is then incomplete
+// for redcon, which runs the complete commands before it and reads again. That Read
+// answers the error and fails, and redcon closes the connection, as Redis does.
+func (c *limitConn) Read(p []byte) (int, error) {
+	if c.broken != nil {
+		return 0, c.fail()
+	}
+	n, err := c.Conn.Read(p)
+	ok, bad := c.scan.feed(p[:n], c.maxBulk)
+	if bad == nil {
+		return n, err
+	}
+	c.broken = bad
+	if ok > 0 {
+		return ok, nil
+	}
+	return 0, c.fail()
+}
+
+// fail answers the broken bound. Reads and writes of a connection both run in its
+// redcon goroutine, after redcon flushed its replies, so the line goes out whole
+// and in order.
+func (c *limitConn) fail() error {
+	c.Conn.SetWriteDeadline(time.Now().Add(rejectTimeout))
+	c.Conn.Write([]byte("-" + c.broken.Error() + "\r\n"))
+	return c.broken
+}
+
+// States of requestScan, following redcon's framing.
+const (
+	scanCommand   = iota // at the start of a command
+	scanInline           // in an inline command, until its newline
+	scanMultibulk        // in "*<count>\r\n"
+	scanBulkStart        // expecting '$'
+	scanBulkLen          // in "$<length>\r\n"
+	scanBulkData         // skipping a payload and its CRLF
+	scanOff              // the stream is malformed: redcon answers and closes
+)
+
+// requestScan follows the request stream across reads, reading only the lengths.
+type requestScan struct {
+	state   uint8
+	lineLen int   // bytes of the current inline command or length line
+	num     int64 // the length being read, capped at overflow
+	numOK   bool  // digits only so far
+	args    int64 // arguments left in the current command
+	skip    int64 // payload bytes left to skip
+}
+
+// overflow is above every bound, so larger numbers need not be read exactly; below
+// it, num*10+9 cannot overflow an int64.
+const overflow = 1 << 59
+
+// feed scans b. If a bound is broken it returns the error and how many bytes of b
+// come before the point where it was found.
+func (r *requestScan) feed(b []byte, maxBulk int64) (int, error) {
+	for i := 0; i < len(b); {
+		switch r.state {
+		case scanCommand:
+			r.lineLen = 0
+			if b[i] == '*' {
+				r.state, r.num, r.numOK = scanMultibulk, 0, true
+				i++
+			} else {
+				r.state = scanInline
+			}
+		case scanInline:
+			nl := bytes.IndexByte(b[i:], '\n')
+			if nl < 0 {
+				r.lineLen += len(b) - i
+				if r.lineLen > maxInlineLen {
+					return i, errInlineTooBig
+				}
+				return len(b), nil
+			}
+			i += nl + 1
+			r.state = scanCommand
+		case scanMultibulk, scanBulkLen:
+			end := len(b)
+			nl := bytes.IndexByte(b[i:], '\n')
+			if nl >= 0 {
+				end = i + nl
+			}
+			r.lineLen += end - i
+			for _, ch := range b[i:end] {
+				switch {
+				case '0' <= ch && ch <= '9':
+					if r.num < overflow {
+						r.num = r.num*10 + int64(ch-'0')
+					}
+				case ch != '\r':
+					r.numOK = false // redcon rejects it
+				}
+			}
+			if nl < 0 {
+				if r.lineLen > maxInlineLen {
+					if r.state == scanMultibulk {
+						return i, errMultibulkTooLong
+					}
+					return i, errBulkTooLong
+				}
+				return len(b), nil
+			}
+			if err := r.endLength(maxBulk); err != nil {
+				// Withhold the line's newline: redcon would otherwise parse the
+				// count and loop once per announced argument on every read.
+				return end, err
+			}
+			i = end + 1
+		case scanBulkStart:
+			if b[i] != '$' {
+				r.state = scanOff // redcon answers "expected '$'"
+				continue
+			}
+			r.state, r.num, r.numOK, r.lineLen = scanBulkLen, 0, true, 0
+			i++
+		case scanBulkData:
+			n := min(r.skip, int64(len(b)-i))
+			r.skip -= n
+			i += int(n)
+			if r.skip == 0 {
+				r.args--
+				r.state = scanBulkStart
+				if r.args == 0 {
+					r.state = scanCommand
+				}
+			}
+		case scanOff:
+			return len(b), nil
+		}
+	}
+	return len(b), nil
+}
+
+// endLength checks a complete length line. Lines redcon itself rejects (a sign,
+// other characters, a zero count) are left to it.
+func (r *requestScan) endLength(maxBulk int64) error {
+	if !r.numOK {
+		r.state = scanOff
+		return nil
+	}
+	if r.state == scanMultibulk {
+		switch {
+		case r.num >= overflow || r.num > maxMultibulkLen:
+			return errMultibulkLength
+		case r.num == 0:
+			r.state = scanOff
+		default:
+			r.state, r.args = scanBulkStart, r.num
+		}
+		return nil
+	}
+	if r.num >= overflow || r.num > maxBulk {
+		return errBulkLength
+	}
+	r.state, r.skip = scanBulkData, r.num+2
+	return nil
+}
