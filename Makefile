@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server docs clean
+.PHONY: build run test bench bench-server soak docs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -24,6 +24,12 @@ bench:
 # rlserver vs redis-server + Lua through redis-benchmark, in the same run.
 bench-server: build
 	./scripts/bench-server.sh
+
+# The full soak: the built binary on loopback, 2,000 connections, a million mixed
+# commands with garbage and half-sent requests, bounded to ~2 minutes (make test runs
+# the same test small).
+soak:
+	RLSERVER_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -timeout 5m -v ./cmd/rlserver/
 
 # Regenerate docs/commands.md from the command table.
 docs:

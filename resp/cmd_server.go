@@ -297,16 +297,26 @@ func (s *Server) configParams() [][2]string {
 	if a := s.Addr(); a != nil {
 		host, port, _ = net.SplitHostPort(a.String())
 	}
+	tlsPort := "0"
+	if a := s.TLSAddr(); a != nil {
+		_, tlsPort, _ = net.SplitHostPort(a.String())
+	}
 	yesNo := map[bool]string{true: "yes", false: "no"}
 	return [][2]string{
 		{"save", ""},
 		{"appendonly", "no"},
-		{"maxmemory", "0"},
-		{"maxmemory-policy", "noeviction"},
+		{"maxmemory", strconv.FormatInt(s.cfg.MaxMemory, 10)},
+		{"maxmemory-policy", s.memoryPolicy()},
 		{"databases", "1"},
 		{"bind", host},
 		{"port", port},
-		{"timeout", "0"},
+		{"timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10)},
+		{"requirepass", s.cfg.RequirePass}, // in clear, as Redis answers it
+		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+		{"proto-max-bulk-len", strconv.FormatInt(s.cfg.ProtoMaxBulkLen, 10)},
+		{"tls-port", tlsPort},
+		{"tls-cert-file", s.cfg.TLSCertFile},
+		{"tls-key-file", s.cfg.TLSKeyFile},
 		{"protected-mode", "no"},
 		{"cluster-enabled", "no"},
 		{"enable-debug-command", yesNo[s.cfg.EnableDebugCommand]},
@@ -335,7 +345,7 @@ func cmdConfigGet(s *Server, c *client, args [][]byte, _ int64) {
 }
 
 // infoSections are INFO's sections, in order.
-var infoSections = []string{"server", "clients", "memory", "stats", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace"}
 
 // cmdInfo serves INFO [section ...]: the named sections ("all", "everything" and
 // "default" name all of them), as one bulk string in Redis's "key:value" format.
@@ -399,6 +409,7 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 	case "clients":
 		return [][2]string{
 			{"connected_clients", itoa(s.connected.Load())},
+			{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
 			{"blocked_clients", "0"},
 		}
 	case "memory":
@@ -412,19 +423,23 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 			{"used_memory_rss_human", human(m.Sys - m.HeapReleased)},
 			{"used_memory_dataset", itoa(st.Bytes)},
 			{"used_memory_dataset_human", human(uint64(st.Bytes))},
-			{"maxmemory", "0"},
-			{"maxmemory_human", "0B"},
-			{"maxmemory_policy", "noeviction"},
+			{"maxmemory", itoa(s.cfg.MaxMemory)},
+			{"maxmemory_human", human(uint64(s.cfg.MaxMemory))},
+			{"maxmemory_policy", s.memoryPolicy()},
 			{"mem_allocator", "go"},
 		}
+	case "persistence":
+		return s.persistenceInfo()
 	case "stats":
 		st := s.store.Stats()
 		cmds, errs := s.stats()
 		kv := [][2]string{
 			{"total_connections_received", utoa(s.connections.Load())},
+			{"rejected_connections", utoa(s.rejected.Load())},
 			{"total_commands_processed", utoa(cmds)},
 			{"total_error_replies", utoa(errs)},
 			{"expired_keys", utoa(st.Expired)},
+			{"evicted_keys", utoa(st.Evicted)},
 		}
 		for k := algo.KindFixed; k <= algo.KindThrottle; k++ {
 			name := strings.ReplaceAll(k.Command(), ".", "_")
@@ -464,16 +479,33 @@ func cmdTime(_ *Server, c *client, _ [][]byte, now int64) {
 	c.w.WriteBulkString(strconv.FormatInt(now%1_000_000, 10))
 }
 
-// cmdShutdown serves SHUTDOWN [NOSAVE|SAVE]. State lives in memory only, so both
-// just stop the server. As in Redis, a successful SHUTDOWN answers nothing: the
-// connection closes.
+// cmdShutdown serves SHUTDOWN [NOSAVE|SAVE]. As in Redis, SAVE (and no argument when
+// there is a snapshot file) saves first and refuses to stop if that fails; NOSAVE
+// stops without saving. A successful SHUTDOWN answers nothing: the connection closes.
+// The server saves once more after the last command has run (finalSave).
 func cmdShutdown(s *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 2 || len(args) == 2 &&
 		!bytes.EqualFold(args[1], []byte("nosave")) && !bytes.EqualFold(args[1], []byte("save")) {
 		c.writeError(errSyntax)
 		return
 	}
-	s.log.Info("SHUTDOWN requested", "client", c.id, "addr", c.addr)
+	save := s.cfg.SnapshotPath != ""
+	if len(args) == 2 {
+		save = bytes.EqualFold(args[1], []byte("save"))
+	}
+	switch {
+	case save && s.cfg.SnapshotPath == "":
+		c.writeError(errNoSnapshot)
+		return
+	case save:
+		if s.save() != nil {
+			c.writeError("ERR Errors trying to SHUTDOWN. Check logs.")
+			return
+		}
+	default:
+		s.persist.noSave.Store(true)
+	}
+	s.log.Info("SHUTDOWN requested", "client", c.id, "addr", c.addr, "save", save)
 	c.conn.ReadPipeline()
 	c.conn.Close()
 	s.Close()
@@ -538,6 +570,7 @@ func cmdDebug(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError(errSyntax)
 		return
 	}
+	s.store.ResetTime() // a test may set the clock back on purpose
 	c.batchOpen = false // the next command of this pipeline reads the new time
 	c.w.WriteString("OK")
 }

@@ -10,6 +10,8 @@ package resp
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -56,12 +58,45 @@ type Config struct {
 	ExpireInterval time.Duration
 	// Logger receives connection errors and recovered panics; nil means slog.Default().
 	Logger *slog.Logger
+	// MaxMemory bounds the store's bytes (INFO used_memory_dataset); 0 means no bound.
+	MaxMemory int64
+	// MaxMemoryPolicy is what happens to a new key past MaxMemory: evict the keys
+	// closest to fresh (the zero value, volatile-ttl) or refuse it (noeviction).
+	MaxMemoryPolicy store.Policy
+
+	// RequirePass, if set, is the default user's password: until a connection
+	// authenticates (AUTH, HELLO AUTH), only the "no-auth" commands are served.
+	RequirePass string
+	// TLSCertFile and TLSKeyFile are the PEM certificate and key for ServeTLS;
+	// both or neither.
+	TLSCertFile, TLSKeyFile string
+	// MaxClients is the most connections served at once; 0 means DefaultMaxClients.
+	// Beyond it a new connection gets Redis's error and is closed.
+	MaxClients int
+	// IdleTimeout closes a connection that sent nothing for that long; 0 means never.
+	IdleTimeout time.Duration
+	// ProtoMaxBulkLen is the largest bulk string a request may announce; 0 means
+	// DefaultProtoMaxBulkLen.
+	ProtoMaxBulkLen int64
+
+	// SnapshotPath is the snapshot file: loaded by NewServer, saved every
+	// SnapshotInterval when something changed, by SAVE, and when the server stops
+	// (unless SHUTDOWN NOSAVE). Empty means no snapshots.
+	SnapshotPath string
+	// SnapshotInterval is how often a changed store is saved; 0 means
+	// DefaultSnapshotInterval.
+	SnapshotInterval time.Duration
+	// SnapshotIgnoreCorrupt starts the server empty, with a warning, when the snapshot
+	// is corrupt or of an unknown version, instead of refusing to start.
+	SnapshotIgnoreCorrupt bool
 }
 
 // Errors returned by Server methods.
 var (
 	// ErrServerClosed is returned by Serve after Close, or when Serve is called twice.
 	ErrServerClosed = errors.New("resp: server closed")
+	// ErrNoTLS is returned by ServeTLS when Config has no certificate.
+	ErrNoTLS = errors.New("resp: ServeTLS needs Config.TLSCertFile and TLSKeyFile")
 )
 
 // Server is an rlserver instance: a store, a clock, and the RESP listener in front.
@@ -75,11 +110,18 @@ type Server struct {
 	// time before a test set the clock back would otherwise remove keys written after.
 	clockMu sync.Mutex
 	rc      *redcon.Server
+	rcTLS   *redcon.Server // the same callbacks as rc, for the TLS listener
 	runID   string
 	start   time.Time // for uptime, in real (monotonic) time whatever the debug clock says
 
+	// passHash is the SHA-256 of Config.RequirePass, for constant-time comparison.
+	passHash  [32]byte
+	tlsConfig *tls.Config // nil without a certificate
+
 	mu      sync.Mutex
 	ln      net.Listener
+	tlsLn   net.Listener
+	serving bool // the expiry ticker runs
 	closed  bool
 	clients map[*client]struct{}
 	stop    chan struct{} // closed by Close; ends the expiry ticker
@@ -89,18 +131,54 @@ type Server struct {
 	nextClientID atomic.Int64
 	connected    atomic.Int64
 	connections  atomic.Uint64 // accepted since start
+	rejected     atomic.Uint64 // refused for maxclients
 	// Counters of connections that have closed; live ones count in their client.
 	closedCommands atomic.Uint64
 	closedErrors   atomic.Uint64
+
+	persist persistence // snapshot.go
+	metrics metrics     // metrics.go
 }
 
-// NewServer validates cfg and returns a Server with an empty store, not yet listening.
+// NewServer validates cfg and returns a Server, not yet listening, with an empty
+// store or the keys of Config.SnapshotPath.
 func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxLogLimit < 0 {
 		return nil, fmt.Errorf("resp: MaxLogLimit must be 0 (default) or positive, got %d", cfg.MaxLogLimit)
 	}
 	if cfg.ExpireInterval < 0 {
 		return nil, fmt.Errorf("resp: ExpireInterval must be 0 (default) or positive, got %v", cfg.ExpireInterval)
+	}
+	if cfg.MaxClients < 0 {
+		return nil, fmt.Errorf("resp: MaxClients must be 0 (default) or positive, got %d", cfg.MaxClients)
+	}
+	if cfg.IdleTimeout < 0 {
+		return nil, fmt.Errorf("resp: IdleTimeout must be 0 (none) or positive, got %v", cfg.IdleTimeout)
+	}
+	if cfg.ProtoMaxBulkLen < 0 {
+		return nil, fmt.Errorf("resp: ProtoMaxBulkLen must be 0 (default) or positive, got %d", cfg.ProtoMaxBulkLen)
+	}
+	if cfg.SnapshotInterval < 0 {
+		return nil, fmt.Errorf("resp: SnapshotInterval must be 0 (default) or positive, got %v", cfg.SnapshotInterval)
+	}
+	if cfg.SnapshotInterval == 0 {
+		cfg.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return nil, errors.New("resp: TLSCertFile and TLSKeyFile go together: set both or neither")
+	}
+	var tlsConfig *tls.Config
+	if cfg.TLSCertFile != "" {
+		var err error
+		if tlsConfig, err = loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.MaxClients == 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.ProtoMaxBulkLen == 0 {
+		cfg.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
 	}
 	if cfg.Shards == 0 {
 		cfg.Shards = store.DefaultShards
@@ -114,7 +192,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	st, err := store.New(store.Config{Shards: cfg.Shards, MaxLogLimit: cfg.MaxLogLimit})
+	st, err := store.New(store.Config{Shards: cfg.Shards, MaxLogLimit: cfg.MaxLogLimit,
+		MaxMemory: cfg.MaxMemory, Policy: cfg.MaxMemoryPolicy,
+		MonotonicTime: true}) // the clock is read before the shard's lock: see store.Config
 	if err != nil {
 		return nil, err // the store names the setting and its range
 	}
@@ -128,33 +208,58 @@ func NewServer(cfg Config) (*Server, error) {
 		start:   time.Now(),
 		clients: make(map[*client]struct{}),
 		stop:    make(chan struct{}),
+
+		passHash:  sha256.Sum256([]byte(cfg.RequirePass)),
+		tlsConfig: tlsConfig,
 	}
 	s.clock.real()
 	// The address is unused: Serve hands redcon the caller's listener.
 	s.rc = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)
+	s.rcTLS = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)
+	s.rc.SetIdleClose(cfg.IdleTimeout)
+	s.rcTLS.SetIdleClose(cfg.IdleTimeout)
+	s.metrics.latency = make([]latencyHistogram, len(allCommands))
+	if cfg.SnapshotPath != "" {
+		if err := s.loadSnapshot(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
 // Serve accepts connections on ln and serves them until Close or SHUTDOWN, then
-// closes ln and every connection, waits for the commands under way and returns
-// nil. It returns ErrServerClosed if the server was closed before, or is already
-// serving.
+// closes ln and every connection, waits for the commands under way, writes the
+// final snapshot (Config.SnapshotPath) and returns nil, or the snapshot's error.
+// It returns ErrServerClosed if the server was closed before, or is already serving.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.serve(ln, &s.ln, s.rc)
+}
+
+// serve runs rc on ln, recorded in *slot, for Serve and ServeTLS.
+func (s *Server) serve(ln net.Listener, slot *net.Listener, rc *redcon.Server) error {
 	s.mu.Lock()
-	if s.closed || s.ln != nil {
+	if s.closed || *slot != nil {
 		s.mu.Unlock()
 		ln.Close()
 		return ErrServerClosed
 	}
-	s.ln = ln
-	s.ticker.Add(1)
+	*slot = ln
+	startTicker := !s.serving
+	s.serving = true
+	if startTicker {
+		s.ticker.Add(2)
+	}
 	s.mu.Unlock()
-	go s.expireLoop()
-	err := s.rc.Serve(ln)
+	if startTicker {
+		go s.expireLoop()
+		go s.snapshotLoop()
+	}
+	s.warnIfExposed(ln.Addr())
+	err := rc.Serve(&limitListener{Listener: ln, s: s})
 	s.Close()
 	s.ticker.Wait()
 	s.conns.Wait()
-	return err
+	return errors.Join(err, s.finalSave())
 }
 
 // Close stops the server: the listener and every connection close, and Serve
@@ -167,11 +272,14 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	close(s.stop)
-	if s.ln != nil {
-		// redcon's accept loop sees net.ErrClosed, closes all connections and returns.
-		return s.ln.Close()
+	// redcon's accept loops see net.ErrClosed, close all connections and return.
+	var errs []error
+	for _, ln := range []net.Listener{s.ln, s.tlsLn} {
+		if ln != nil {
+			errs = append(errs, ln.Close())
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Addr is the address Serve listens on, or nil before Serve.
@@ -210,6 +318,7 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		w:       redcon.BaseWriter(rc),
 		addr:    rc.RemoteAddr(),
 		created: time.Now(),
+		authed:  s.cfg.RequirePass == "",
 	}
 	c.proto.Store(2)
 	if la := rc.NetConn().LocalAddr(); la != nil {
@@ -220,8 +329,7 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	s.mu.Lock()
 	s.clients[c] = struct{}{}
 	s.mu.Unlock()
-	s.connected.Add(1)
-	s.connections.Add(1)
+	s.connections.Add(1) // connected was counted by limitListener.Accept
 	return true
 }
 
@@ -284,8 +392,18 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 		c.writeError("ERR wrong number of arguments for '" + cm.full + "' command")
 		return
 	}
+	if !c.authed && !cm.noAuth {
+		c.writeError(errNoAuth)
+		return
+	}
 	c.last.Store(cm)
+	if !s.metrics.timeThisOne() {
+		cm.run(s, c, args, c.batchNow)
+		return
+	}
+	begin := time.Now()
 	cm.run(s, c, args, c.batchNow)
+	s.metrics.latency[cm.id].observe(time.Since(begin))
 }
 
 // unknownCommand formats the error exactly as Redis does: the name as typed and the

@@ -169,8 +169,8 @@ func TestConfigGet(t *testing.T) {
 		}
 		got, err := rdb.Do(ctx, "CONFIG", "GET", "max*", "maxmemory", "nosuch").Result()
 		if err != nil || format(got, nil) != map[int]string{
-			3: "{max-log-limit:500 maxmemory-policy:noeviction maxmemory:0}",
-			2: "[maxmemory 0 maxmemory-policy noeviction max-log-limit 500]",
+			3: "{max-log-limit:500 maxclients:10000 maxmemory-policy:noeviction maxmemory:0}",
+			2: "[maxmemory 0 maxmemory-policy noeviction maxclients 10000 max-log-limit 500]",
 		}[proto] {
 			t.Errorf("CONFIG GET max* maxmemory nosuch = %s, %v", format(got, nil), err)
 		}

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/rlserver/rlserver/algo"
@@ -28,6 +29,8 @@ type command struct {
 
 	// Filled in by init.
 	full     string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand
+	id       int                 // the command's index in allCommands, for per-command metrics
+	noAuth   bool                // "no-auth" in flags: served before the connection authenticates
 	parent   *command            // the container of a subcommand
 	subIndex map[string]*command // subs by name
 }
@@ -63,6 +66,7 @@ const since = "1.0.0"
 var (
 	commands     []*command          // top-level commands, in the order of docs/commands.md
 	commandIndex map[string]*command // top-level commands by lower-case name
+	allCommands  []*command          // commands and subcommands, each once
 )
 
 // limiterArgs are the arguments of an RL.* command: key, the two positional
@@ -363,7 +367,7 @@ func init() {
 		},
 		{
 			name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
-			summary: "Authenticate. No password is configured: the default user with any password is accepted, as in Redis without requirepass.",
+			summary: "Authenticate as the default user with the -requirepass password; without one, AUTH default with any password is accepted, as in Redis.",
 			group:   groupConnection, complexity: "O(1)",
 			args: []arg{
 				{name: "username", typ: "string", optional: true},
@@ -503,9 +507,27 @@ func init() {
 			run: cmdTime,
 		},
 		{
+			name: "save", arity: 1, flags: []string{"admin", "noscript"},
+			summary: "Write the snapshot file now and answer when it is on disk (needs -snapshot PATH).",
+			group:   groupServer, complexity: "O(n) in the keys",
+			doc: "Written as the background saves are: shard by shard, each under its own lock for the " +
+				"time it takes to encode it, so requests go on meanwhile; into a temporary file that is " +
+				"synced and renamed over the snapshot. Without `-snapshot`, an error.",
+			run: cmdSave,
+		},
+		{
+			name: "lastsave", arity: 1, flags: []string{"loading", "stale", "fast"},
+			summary: "Answer the Unix time of the last successful snapshot (of the start if none yet).",
+			group:   groupServer, complexity: "O(1)",
+			run: cmdLastSave,
+		},
+		{
 			name: "shutdown", arity: -1, flags: flagsAdmin,
-			summary: "Stop the server: close every connection and exit. Nothing is saved (state lives in memory).",
+			summary: "Stop the server: close every connection and exit, saving the snapshot first unless NOSAVE.",
 			group:   groupServer, complexity: "O(n) in the connections",
+			doc: "With `-snapshot`, `SHUTDOWN` and `SHUTDOWN SAVE` write the snapshot and, if that fails, " +
+				"answer an error and keep serving; `SHUTDOWN NOSAVE` stops without saving. `SHUTDOWN SAVE` " +
+				"without `-snapshot` is an error. A successful SHUTDOWN answers nothing: the connection closes.",
 			args: []arg{{name: "save-selector", typ: "oneof", optional: true, args: []arg{
 				{name: "nosave", typ: "pure-token", token: "NOSAVE"},
 				{name: "save", typ: "pure-token", token: "SAVE"},
@@ -535,6 +557,8 @@ func init() {
 	commandIndex = make(map[string]*command, len(commands))
 	for _, c := range commands {
 		c.full = c.name
+		c.noAuth = slices.Contains(c.flags, "no-auth")
+		c.id, allCommands = len(allCommands), append(allCommands, c)
 		commandIndex[c.name] = c
 		if c.subs == nil {
 			continue
@@ -550,6 +574,7 @@ func init() {
 		for _, sub := range c.subs {
 			sub.parent = c
 			sub.full = c.name + "|" + sub.name
+			sub.id, allCommands = len(allCommands), append(allCommands, sub)
 			c.subIndex[sub.name] = sub
 		}
 	}

@@ -41,11 +41,15 @@ type shard struct {
 	chunks   chunks
 	wheel    ttl.Wheel
 	tick     int64 // the ms the wheel was last advanced to
+	latest   int64 // the latest now Do decided at, under Config.MonotonicTime
 	onExpire func(slot uint32)
 	logs     []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, encoded back
 
 	allowed, limited [8]uint64
-	expired          uint64
+	expired, evicted uint64
+
+	budget  int64 // Config.MaxMemory / shards; 0: no bound
+	noEvict bool  // PolicyNoEviction
 
 	_ [64]byte // keeps the next shard's lock off this shard's hot cache lines
 }
@@ -145,7 +149,7 @@ func (sh *shard) expireSlot(slot uint32) {
 // doLog decides an RL.LOG call. A log that outgrows its chunk moves to the class that
 // fits; one that shrinks to two classes below moves down, so that a log hovering at a
 // class boundary does not move on every call.
-func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Request, now int64) algo.Decision {
+func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Request, now int64) (algo.Decision, error) {
 	entries := sh.logs[:0]
 	if pos >= 0 {
 		e := &sh.slab[slot]
@@ -157,14 +161,19 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 		sh.logs = entries[:0]
 	}
 	if !d.Write {
-		return d
+		return d, nil
 	}
 	if d.FreshAt <= now || len(entries) == 0 {
 		sh.removeFresh(pos, slot)
-		return d
+		return d, nil
+	}
+	if pos < 0 {
+		if err := sh.makeRoom(classFor(len(key)+logSize(entries, entries[0].TS)), now); err != nil {
+			return d, err
+		}
 	}
 	sh.writeLog(key, tag, pos, slot, entries, d.FreshAt)
-	return d
+	return d, nil
 }
 
 // writeLog stores a non-empty log for key, created if pos < 0, fresh at freshAt. The
@@ -200,6 +209,7 @@ func (sh *shard) reset() {
 	sh.chunks = chunks{}
 	sh.wheel = ttl.Wheel{}
 	sh.tick = 0
+	sh.latest = 0
 	sh.logs = nil
 }
 

@@ -53,6 +53,9 @@ var (
 	// ErrLogLimit is returned for an RL.LOG request whose limit is above the store's
 	// MaxLogLimit, which bounds a log's memory.
 	ErrLogLimit = errors.New("ERR RL.LOG limit is above the server's max-log-limit")
+	// ErrOOM is returned under PolicyNoEviction for a request that would create a key
+	// past the memory budget; Redis's words, which clients recognise.
+	ErrOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
 )
 
 const (
@@ -74,6 +77,18 @@ const (
 type Config struct {
 	Shards      int   // a power of two; 0 means DefaultShards
 	MaxLogLimit int64 // largest RL.LOG limit; 0 means DefaultMaxLogLimit
+	// MaxMemory bounds Stats.Bytes; 0 means no bound. Each shard gets an equal share,
+	// checked under its own lock when a key is created, so no lock is global.
+	MaxMemory int64
+	Policy    Policy // what a full shard does with a new key
+	// MonotonicTime makes Do decide at no earlier time than its shard last decided
+	// at, for a caller that reads a shared clock before Do takes the shard's lock: a
+	// call can then arrive after a later one, and a fixed window's state would flip
+	// back to the old window and forward again, each time with a fresh count. The
+	// soak test (2,000 connections on 2 cores) saw hot RL.FIXED keys allow 164 in
+	// 11.5 s against a most of 130 without it, and stay within the most with it.
+	// Callers that replay times of their own, going back, leave it off.
+	MonotonicTime bool
 }
 
 // Stats is a snapshot of the store's counters.
@@ -81,6 +96,7 @@ type Stats struct {
 	Keys    int
 	Bytes   int64     // bytes held by slabs, indexes, chunks, wheels and RL.LOG's scratch
 	Expired uint64    // keys removed because their state became fresh
+	Evicted uint64    // keys removed to stay within MaxMemory
 	Allowed [8]uint64 // per algo.Kind: calls answered allowed, PEEK included
 	Limited [8]uint64 // per algo.Kind: calls answered limited, PEEK included
 }
@@ -90,6 +106,7 @@ type Store struct {
 	shards      []shard
 	mask        uint64
 	maxLogLimit int64
+	monotonic   bool
 }
 
 // New returns an empty Store, or an error saying which setting is out of range.
@@ -106,10 +123,20 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxLogLimit < 1 || cfg.MaxLogLimit > maxLogLimit {
 		return nil, fmt.Errorf("store: MaxLogLimit must be between 1 and %d, got %d", maxLogLimit, cfg.MaxLogLimit)
 	}
-	s := &Store{shards: make([]shard, cfg.Shards), mask: uint64(cfg.Shards - 1), maxLogLimit: cfg.MaxLogLimit}
+	if cfg.MaxMemory != 0 && cfg.MaxMemory < int64(cfg.Shards)*minShardBudget {
+		return nil, fmt.Errorf("store: MaxMemory must be 0 (no limit) or at least %d bytes (16 KiB per shard), got %d",
+			int64(cfg.Shards)*minShardBudget, cfg.MaxMemory)
+	}
+	if int(cfg.Policy) >= len(policyNames) {
+		return nil, fmt.Errorf("store: Policy must be PolicyVolatileTTL or PolicyNoEviction, got %d", cfg.Policy)
+	}
+	s := &Store{shards: make([]shard, cfg.Shards), mask: uint64(cfg.Shards - 1), maxLogLimit: cfg.MaxLogLimit,
+		monotonic: cfg.MonotonicTime}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.onExpire = sh.expireSlot
+		sh.budget = cfg.MaxMemory / int64(cfg.Shards)
+		sh.noEvict = cfg.Policy == PolicyNoEviction
 	}
 	return s, nil
 }
@@ -135,13 +162,20 @@ func (s *Store) Do(key []byte, r algo.Request, now int64) (algo.Decision, error)
 	}
 	sh, tag := s.locate(key, now)
 	defer sh.mu.Unlock()
+	if s.monotonic {
+		now = max(now, sh.latest)
+		sh.latest = now
+	}
 	pos, slot := sh.get(key, tag, now)
 	if pos >= 0 && sh.slab[slot].kind() != r.Kind {
 		return algo.Decision{}, ErrWrongType
 	}
 	var d algo.Decision
 	if r.Kind == algo.KindLog {
-		d = sh.doLog(key, tag, pos, slot, r, now)
+		var err error
+		if d, err = sh.doLog(key, tag, pos, slot, r, now); err != nil {
+			return algo.Decision{}, err
+		}
 	} else {
 		var a, b uint64
 		if pos >= 0 {
@@ -152,6 +186,9 @@ func (s *Store) Do(key []byte, r algo.Request, now int64) (algo.Decision, error)
 			sh.removeFresh(pos, slot)
 		} else if d.Write {
 			if pos < 0 {
+				if err := sh.makeRoom(classFor(len(key)), now); err != nil {
+					return algo.Decision{}, err
+				}
 				slot = sh.create(key, tag, r.Kind, classFor(len(key)))
 			}
 			sh.slab[slot].a, sh.slab[slot].b = a, b
@@ -293,6 +330,17 @@ func (s *Store) Flush() {
 	}
 }
 
+// ResetTime forgets the latest times of MonotonicTime, for a clock set back on purpose
+// (DEBUG CLOCK).
+func (s *Store) ResetTime() {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.latest = 0
+		sh.mu.Unlock()
+	}
+}
+
 // Expire removes the keys whose state is fresh at now from every shard and returns
 // how many it removed. The server calls it from a ticker, so that idle shards' keys
 // go too, and the memory of size classes left empty goes back.
@@ -320,6 +368,7 @@ func (s *Store) Stats() Stats {
 		st.Keys += sh.live
 		st.Bytes += sh.bytes()
 		st.Expired += sh.expired
+		st.Evicted += sh.evicted
 		for k := range st.Allowed {
 			st.Allowed[k] += sh.allowed[k]
 			st.Limited[k] += sh.limited[k]

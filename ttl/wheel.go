@@ -156,20 +156,7 @@ func (w *Wheel) sweep(k int, from, n int64, now int64, fn func(id uint32)) {
 // link puts an unlinked id at the head of the bucket for its deadline: the lowest
 // level whose 64 buckets ahead of the wheel reach the deadline's tick.
 func (w *Wheel) link(id uint32) {
-	tick := w.deadline[id] / tickMicros
-	b := int(w.pos & (slots - 1)) // level 0's current bucket: due at the next Advance
-	if tick > w.pos {
-		for k := range levels {
-			shift := uint(k * slotBits)
-			if tick>>shift-w.pos>>shift < slots {
-				b = k*slots + int(tick>>shift&(slots-1))
-				break
-			}
-			if k == levels-1 { // beyond the wheel: wait in its farthest bucket
-				b = k*slots + int((w.pos>>shift+slots-1)&(slots-1))
-			}
-		}
-	}
+	b := w.bucketFor(w.deadline[id])
 	head := w.heads[b]
 	w.next[id] = head
 	w.prev[id] = headMark | uint32(b)
@@ -177,6 +164,24 @@ func (w *Wheel) link(id uint32) {
 		w.prev[head] = id
 	}
 	w.heads[b] = id
+}
+
+// bucketFor returns the bucket link puts a deadline in.
+func (w *Wheel) bucketFor(deadline int64) int {
+	tick := deadline / tickMicros
+	b := int(w.pos & (slots - 1)) // level 0's current bucket: due at the next Advance
+	if tick > w.pos {
+		for k := range levels {
+			shift := uint(k * slotBits)
+			if tick>>shift-w.pos>>shift < slots {
+				return k*slots + int(tick>>shift&(slots-1))
+			}
+			if k == levels-1 { // beyond the wheel: wait in its farthest bucket
+				b = k*slots + int((w.pos>>shift+slots-1)&(slots-1))
+			}
+		}
+	}
+	return b
 }
 
 // unlink removes a scheduled id from its bucket's list.

@@ -11,11 +11,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/store"
 )
 
 func main() {
@@ -37,9 +41,12 @@ func main() {
 
 // options are the parsed command line.
 type options struct {
-	addr  string
-	level slog.Level
-	cfg   resp.Config
+	addr    string
+	tlsAddr string
+	// metricsAddr serves Prometheus's /metrics over HTTP; empty: off.
+	metricsAddr string
+	level       slog.Level
+	cfg         resp.Config
 }
 
 // parseFlags reads the command line. On error it has printed the message and the
@@ -49,9 +56,23 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:6380", "`host:port` to listen on")
+	fs.StringVar(&o.cfg.RequirePass, "requirepass", "", "`password` every connection must give (AUTH, HELLO AUTH) before other commands; empty: none")
+	fs.StringVar(&o.tlsAddr, "tls-addr", "", "`host:port` to listen on for TLS, besides -addr; empty: no TLS")
+	fs.StringVar(&o.cfg.TLSCertFile, "tls-cert", "", "PEM certificate `file` for -tls-addr")
+	fs.StringVar(&o.cfg.TLSKeyFile, "tls-key", "", "PEM private key `file` for -tls-addr")
+	fs.IntVar(&o.cfg.MaxClients, "maxclients", resp.DefaultMaxClients, "most connections at once; beyond, a new one gets an error and is closed")
+	fs.Var((*secondsFlag)(&o.cfg.IdleTimeout), "timeout", "close a connection idle for this many `seconds`; 0: never")
+	fs.Int64Var(&o.cfg.ProtoMaxBulkLen, "proto-max-bulk-len", resp.DefaultProtoMaxBulkLen, "largest bulk string a request may send, in `bytes`")
 	fs.IntVar(&o.cfg.Shards, "shards", 0, "store shards, a power of two; 0 lets the store choose")
 	fs.Int64Var(&o.cfg.MaxLogLimit, "max-log-limit", resp.DefaultMaxLogLimit, "largest limit RL.LOG accepts (its memory grows with the limit)")
 	fs.BoolVar(&o.cfg.EnableDebugCommand, "enable-debug-command", false, "accept DEBUG CLOCK SET|ADVANCE|REAL, for tests")
+	fs.Var((*memoryFlag)(&o.cfg.MaxMemory), "maxmemory", "bound on the store's memory in `bytes` (suffixes k, kb, m, mb, g, gb); 0: none")
+	fs.TextVar(&o.cfg.MaxMemoryPolicy, "maxmemory-policy", store.PolicyVolatileTTL,
+		"`policy` past -maxmemory: volatile-ttl evicts the keys closest to fresh, noeviction refuses new keys (OOM)")
+	fs.StringVar(&o.cfg.SnapshotPath, "snapshot", "", "snapshot `file`: loaded at start, saved when changed, on SAVE and at shutdown; empty: no snapshots")
+	fs.DurationVar(&o.cfg.SnapshotInterval, "snapshot-interval", resp.DefaultSnapshotInterval, "how often a changed store is saved to -snapshot")
+	fs.BoolVar(&o.cfg.SnapshotIgnoreCorrupt, "snapshot-ignore-corrupt", false, "start empty, with a warning, when the -snapshot file is corrupt, instead of refusing to start")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics on /metrics; empty: off")
 	fs.TextVar(&o.level, "loglevel", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (any case)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: rlserver [flags]\n\n"+
@@ -86,9 +107,35 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if (opts.tlsAddr == "") != (opts.cfg.TLSCertFile == "") {
+		return errors.New("-tls-addr needs -tls-cert and -tls-key, and they need -tls-addr")
+	}
 	ln, err := net.Listen("tcp", opts.addr)
 	if err != nil {
 		return err
+	}
+	if opts.tlsAddr != "" {
+		tlsLn, err := net.Listen("tcp", opts.tlsAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		logger.Info("rlserver listening for TLS", "addr", tlsLn.Addr().String())
+		// Serve below returns once Close has stopped both listeners.
+		go srv.ServeTLS(tlsLn)
+	}
+	if opts.metricsAddr != "" {
+		mln, err := net.Listen("tcp", opts.metricsAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", srv.MetricsHandler())
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		logger.Info("metrics listening", "addr", mln.Addr().String(), "path", "/metrics")
+		go hs.Serve(mln)
+		defer hs.Close()
 	}
 	return serve(ctx, srv, ln, logger)
 }
@@ -106,4 +153,28 @@ func serve(ctx context.Context, srv *resp.Server, ln net.Listener, logger *slog.
 		logger.Info("server stopped")
 		return err
 	}
+}
+
+// memoryFlag is -maxmemory: a byte count with Redis's suffixes.
+type memoryFlag int64
+
+func (m *memoryFlag) String() string { return strconv.FormatInt(int64(*m), 10) }
+
+func (m *memoryFlag) Set(s string) error {
+	n, err := resp.ParseMemory(s)
+	*m = memoryFlag(n)
+	return err
+}
+
+// secondsFlag is -timeout: whole seconds, as Redis's timeout.
+type secondsFlag time.Duration
+
+func (d *secondsFlag) String() string {
+	return strconv.FormatInt(int64(time.Duration(*d)/time.Second), 10)
+}
+
+func (d *secondsFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 32)
+	*d = secondsFlag(time.Duration(n) * time.Second)
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/resp"
@@ -26,6 +27,11 @@ func TestHelpListsEveryFlagWithDefault(t *testing.T) {
 		"-max-log-limit int\n", "(default: 100000)",
 		"-enable-debug-command\n", "(default: false)",
 		"-loglevel level\n", "(default: INFO)",
+		"-requirepass password\n", "-tls-addr host:port\n", "-tls-cert file\n", "-tls-key file\n",
+		"-maxclients int\n", "(default: 10000)",
+		"-timeout seconds\n", "-proto-max-bulk-len bytes\n", "(default: 536870912)",
+		"-snapshot file\n", "-snapshot-interval duration\n", "(default: 1s)", "-snapshot-ignore-corrupt\n",
+		"-metrics-addr host:port\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
@@ -39,9 +45,23 @@ func TestParseFlags(t *testing.T) {
 		ok   bool
 		want options
 	}{
-		{nil, true, options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000}}},
+		{nil, true, options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
+			MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
 		{[]string{"-addr", ":7000", "-shards", "64", "-max-log-limit", "10", "-enable-debug-command", "-loglevel", "debug"}, true,
-			options{addr: ":7000", level: slog.LevelDebug, cfg: resp.Config{Shards: 64, MaxLogLimit: 10, EnableDebugCommand: true}}},
+			options{addr: ":7000", level: slog.LevelDebug, cfg: resp.Config{Shards: 64, MaxLogLimit: 10, EnableDebugCommand: true,
+				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+		{[]string{"-requirepass", "pw", "-tls-addr", ":7001", "-tls-cert", "c.pem", "-tls-key", "k.pem",
+			"-maxclients", "5", "-timeout", "30", "-proto-max-bulk-len", "1024"}, true,
+			options{addr: "127.0.0.1:6380", tlsAddr: ":7001", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
+				RequirePass: "pw", TLSCertFile: "c.pem", TLSKeyFile: "k.pem", MaxClients: 5, IdleTimeout: 30 * time.Second,
+				ProtoMaxBulkLen: 1024, SnapshotInterval: time.Second}}},
+		{[]string{"-snapshot", "/var/lib/rl.snap", "-snapshot-interval", "250ms", "-snapshot-ignore-corrupt",
+			"-metrics-addr", ":9100"}, true,
+			options{addr: "127.0.0.1:6380", metricsAddr: ":9100", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
+				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotPath: "/var/lib/rl.snap",
+				SnapshotInterval: 250 * time.Millisecond, SnapshotIgnoreCorrupt: true}}},
+		{[]string{"-snapshot-interval", "1"}, false, options{}},
+		{[]string{"-timeout", "1.5"}, false, options{}},
 		{[]string{"-loglevel", "loud"}, false, options{}},
 		{[]string{"-shards", "x"}, false, options{}},
 		{[]string{"-nosuch"}, false, options{}},
@@ -68,6 +88,11 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{addr: "127.0.0.1:0", cfg: resp.Config{Shards: 3}},
 		{addr: "127.0.0.1:0", cfg: resp.Config{MaxLogLimit: -1}},
 		{addr: "not an address", cfg: resp.Config{}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{MaxClients: -1}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{TLSCertFile: "nosuch.pem", TLSKeyFile: "nosuch.key"}},
+		{addr: "127.0.0.1:0", tlsAddr: "127.0.0.1:0"}, // TLS without a certificate
+		{addr: "127.0.0.1:0", metricsAddr: "not an address"},
+		{addr: "127.0.0.1:0", cfg: resp.Config{SnapshotInterval: -time.Second}},
 	} {
 		if err := run(context.Background(), o, logger); err == nil {
 			t.Errorf("run(%+v) started", o)

@@ -1,0 +1,372 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rlserver/rlserver/algo"
+	"github.com/zeebo/xxh3"
+)
+
+// A snapshot is the store's keys in a versioned binary file, little-endian:
+//
+//	header   magic "RLSNAP\r\n", version uint32 (1), saved-at int64 µs
+//	frame    length uint32 (> 0), xxh3 of the body uint64, body: records
+//	...
+//	trailer  uint32 0, record count uint64, xxh3 of every byte before the count uint64
+//
+//	record   kind byte, key length uvarint, key, a uint64, b uint64, deadline int64 µs,
+//	         and for RL.LOG b is the log's length in bytes and the log follows (logcodec.go)
+//
+// The state words are the store's own (codec.go), and every time in them is absolute
+// µs since the epoch, so a state loaded later is simply read at the later time: the
+// time the server was down counts as elapsed, as it does for a key nobody touched.
+//
+// The writer takes one shard at a time: it encodes the shard's keys into a buffer under
+// the shard's lock and writes them after unlocking, so a slow disk never holds a lock
+// and requests on other shards go on meanwhile. Frames are cut at about frameBytes so
+// that the reader checks each frame's checksum before applying it while holding one
+// frame in memory, not the file.
+const (
+	snapshotMagic   = "RLSNAP\r\n" // \r\n: a file mangled by a text-mode copy fails here
+	snapshotVersion = 1
+	headerBytes     = 8 + 4 + 8
+	frameHeadBytes  = 4 + 8
+	frameBytes      = 1 << 20
+	recordFixed     = 1 + 8 + 8 + 8 // kind and the three words; the key and log are extra
+)
+
+// Errors returned by ReadSnapshot. Those about the file's contents wrap
+// ErrSnapshotCorrupt, so a caller can tell a bad file from a failing disk.
+var (
+	// ErrSnapshotCorrupt is wrapped by every error that says the file is not a whole,
+	// valid snapshot: bad magic, unsupported version, truncation, checksum mismatch, a
+	// bad record.
+	ErrSnapshotCorrupt = errors.New("snapshot is corrupt")
+	// ErrSnapshotVersion is wrapped by the error for a snapshot of a format version this
+	// store does not read, such as one written by a newer rlserver.
+	ErrSnapshotVersion = errors.New("unsupported snapshot version")
+	// ErrSnapshotNotEmpty is returned when ReadSnapshot is called on a store that holds keys.
+	ErrSnapshotNotEmpty = errors.New("store: a snapshot loads only into an empty store")
+)
+
+// SnapshotInfo describes a snapshot written or read.
+type SnapshotInfo struct {
+	SavedAt int64 // µs since the epoch: the now the snapshot was written at
+	Keys    int   // keys written, or keys loaded
+	Fresh   int   // keys read but skipped: their state became fresh while the server was down
+	Bytes   int64 // the file's size
+}
+
+// WriteSnapshot writes every key whose state is not fresh at now to w, one shard at a
+// time under that shard's lock; each shard's keys are as they were at one instant.
+// Requests go on meanwhile. w should be buffered; a failing w's error is returned.
+func (s *Store) WriteSnapshot(w io.Writer, now int64) (SnapshotInfo, error) {
+	info := SnapshotInfo{SavedAt: now}
+	h := xxh3.New()
+	out := io.MultiWriter(w, h)
+	var head [headerBytes]byte
+	copy(head[:], snapshotMagic)
+	binary.LittleEndian.PutUint32(head[8:], snapshotVersion)
+	binary.LittleEndian.PutUint64(head[12:], uint64(now))
+	if _, err := out.Write(head[:]); err != nil {
+		return info, err
+	}
+	info.Bytes = headerBytes
+	var buf []byte
+	var cuts []int // the ends of the frames in buf
+	for i := range s.shards {
+		buf, cuts = buf[:0], cuts[:0]
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		start := 0
+		for slot := 1; slot < len(sh.slab); slot++ {
+			e := &sh.slab[slot]
+			if e.meta == 0 {
+				continue
+			}
+			d, _ := sh.wheel.Deadline(uint32(slot))
+			if d <= now {
+				continue
+			}
+			buf = sh.appendRecord(buf, e, d)
+			info.Keys++
+			if len(buf)-start >= frameBytes {
+				cuts = append(cuts, len(buf))
+				start = len(buf)
+			}
+		}
+		sh.mu.Unlock()
+		if start < len(buf) {
+			cuts = append(cuts, len(buf))
+		}
+		start = 0
+		for _, end := range cuts {
+			var fh [frameHeadBytes]byte
+			binary.LittleEndian.PutUint32(fh[:], uint32(end-start))
+			binary.LittleEndian.PutUint64(fh[4:], xxh3.Hash(buf[start:end]))
+			if _, err := out.Write(fh[:]); err != nil {
+				return info, err
+			}
+			if _, err := out.Write(buf[start:end]); err != nil {
+				return info, err
+			}
+			info.Bytes += int64(frameHeadBytes + end - start)
+			start = end
+		}
+	}
+	var tail [4 + 8 + 8]byte
+	binary.LittleEndian.PutUint64(tail[4:], uint64(info.Keys))
+	if _, err := out.Write(tail[:12]); err != nil {
+		return info, err
+	}
+	binary.LittleEndian.PutUint64(tail[12:], h.Sum64())
+	if _, err := w.Write(tail[12:]); err != nil {
+		return info, err
+	}
+	info.Bytes += int64(len(tail))
+	return info, nil
+}
+
+// appendRecord appends e's record to buf.
+func (sh *shard) appendRecord(buf []byte, e *entry, deadline int64) []byte {
+	kind := e.kind()
+	buf = append(buf, byte(kind))
+	buf = binary.AppendUvarint(buf, uint64(e.keyLen()))
+	buf = append(buf, sh.key(e)...)
+	b := e.b
+	if kind == algo.KindLog {
+		b = uint64(uint32(e.b)) // the log's length; the class is the store's business
+	}
+	buf = binary.LittleEndian.AppendUint64(buf, e.a)
+	buf = binary.LittleEndian.AppendUint64(buf, b)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(deadline))
+	if kind == algo.KindLog {
+		n := e.keyLen()
+		buf = append(buf, sh.chunks.bytes(e.class(), e.chunk)[n:n+int(b)]...)
+	}
+	return buf
+}
+
+// ReadSnapshot loads a snapshot written by WriteSnapshot into the store, which must be
+// empty. Keys whose deadline is at or before now became fresh while the server was
+// down and are skipped. Each frame's checksum is checked before any of its keys is
+// applied, and on any error the store is emptied again: the snapshot loads whole or
+// not at all. Errors say what is wrong and at which byte offset; malformed input of
+// any kind gives an error, never a panic.
+func (s *Store) ReadSnapshot(r io.Reader, now int64) (SnapshotInfo, error) {
+	if s.Len(now) != 0 {
+		return SnapshotInfo{}, ErrSnapshotNotEmpty
+	}
+	sr := snapshotReader{r: r, h: xxh3.New()}
+	info, err := sr.read(s, now)
+	info.Bytes = sr.off
+	if err != nil {
+		s.Flush()
+		info.Keys, info.Fresh = 0, 0
+	}
+	return info, err
+}
+
+// snapshotReader reads a snapshot, counting bytes for error messages and hashing them.
+type snapshotReader struct {
+	r    io.Reader
+	h    *xxh3.Hasher
+	off  int64
+	body bytes.Buffer
+	logs []algo.LogEntry // scratch for checking RL.LOG logs
+}
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrSnapshotCorrupt}, args...)...)
+}
+
+// full reads exactly len(p) bytes, hashed unless hash is false.
+func (sr *snapshotReader) full(p []byte, what string, hash bool) error {
+	n, err := io.ReadFull(sr.r, p)
+	if hash {
+		sr.h.Write(p[:n])
+	}
+	sr.off += int64(n)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return corrupt("truncated at byte %d, in the %s", sr.off, what)
+	}
+	return err
+}
+
+func (sr *snapshotReader) read(s *Store, now int64) (SnapshotInfo, error) {
+	var info SnapshotInfo
+	var head [headerBytes]byte
+	if err := sr.full(head[:8], "magic", true); err != nil {
+		return info, err
+	}
+	if string(head[:8]) != snapshotMagic {
+		return info, corrupt("bad magic %q, not an rlserver snapshot", head[:8])
+	}
+	if err := sr.full(head[8:], "header", true); err != nil {
+		return info, err
+	}
+	if v := binary.LittleEndian.Uint32(head[8:]); v != snapshotVersion {
+		return info, fmt.Errorf("%w %d (this rlserver reads version %d)", ErrSnapshotVersion, v, snapshotVersion)
+	}
+	info.SavedAt = int64(binary.LittleEndian.Uint64(head[12:]))
+	records := uint64(0)
+	for {
+		var fh [frameHeadBytes]byte
+		frameAt := sr.off
+		if err := sr.full(fh[:4], "frame header", true); err != nil {
+			return info, err
+		}
+		n := binary.LittleEndian.Uint32(fh[:4])
+		if n == 0 {
+			break
+		}
+		if err := sr.full(fh[4:], "frame header", true); err != nil {
+			return info, err
+		}
+		// CopyN grows the buffer as bytes arrive: a corrupt length cannot make it
+		// allocate more than the file holds.
+		sr.body.Reset()
+		got, err := io.CopyN(&sr.body, sr.r, int64(n))
+		sr.off += got
+		sr.h.Write(sr.body.Bytes())
+		if errors.Is(err, io.EOF) {
+			return info, corrupt("truncated at byte %d, in the frame at byte %d", sr.off, frameAt)
+		}
+		if err != nil {
+			return info, err
+		}
+		if xxh3.Hash(sr.body.Bytes()) != binary.LittleEndian.Uint64(fh[4:]) {
+			return info, corrupt("checksum mismatch in the frame at byte %d", frameAt)
+		}
+		bodyAt := frameAt + frameHeadBytes
+		for body := sr.body.Bytes(); len(body) > 0; records++ {
+			used, fresh, err := sr.apply(s, body, now)
+			if err != nil {
+				return info, corrupt("%v, in the record at byte %d", err, bodyAt+int64(len(sr.body.Bytes())-len(body)))
+			}
+			if fresh {
+				info.Fresh++
+			} else {
+				info.Keys++
+			}
+			body = body[used:]
+		}
+	}
+	var tail [16]byte
+	if err := sr.full(tail[:8], "trailer", true); err != nil {
+		return info, err
+	}
+	sum := sr.h.Sum64()
+	if err := sr.full(tail[8:], "trailer", false); err != nil {
+		return info, err
+	}
+	if c := binary.LittleEndian.Uint64(tail[:8]); c != records {
+		return info, corrupt("the trailer counts %d keys, the frames hold %d", c, records)
+	}
+	if binary.LittleEndian.Uint64(tail[8:]) != sum {
+		return info, corrupt("checksum mismatch over the file")
+	}
+	var extra [1]byte
+	if n, _ := sr.r.Read(extra[:]); n > 0 {
+		return info, corrupt("unexpected data after the trailer at byte %d", sr.off)
+	}
+	return info, nil
+}
+
+// apply decodes the record at the start of body and stores it unless it is fresh at
+// now. It returns the bytes the record used.
+func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, error) {
+	kind := algo.Kind(body[0])
+	if kind < algo.KindFixed || kind > algo.KindThrottle {
+		return 0, false, fmt.Errorf("unknown kind %d", body[0])
+	}
+	keyLen, n := binary.Uvarint(body[1:])
+	if n <= 0 || keyLen > maxKeyLen {
+		return 0, false, errors.New("bad key length")
+	}
+	pos := 1 + n
+	if uint64(len(body)-pos) < keyLen+recordFixed-1 {
+		return 0, false, errors.New("record runs past its frame")
+	}
+	key := body[pos : pos+int(keyLen)]
+	pos += int(keyLen)
+	a := binary.LittleEndian.Uint64(body[pos:])
+	b := binary.LittleEndian.Uint64(body[pos+8:])
+	deadline := int64(binary.LittleEndian.Uint64(body[pos+16:]))
+	pos += 24
+	var log []byte
+	if kind == algo.KindLog {
+		if b == 0 || b > uint64(len(body)-pos) || keyLen+b > maxChunk {
+			return 0, false, errors.New("bad log length")
+		}
+		log = body[pos : pos+int(b)]
+		pos += int(b)
+		if !sr.validLog(log, a) {
+			return 0, false, errors.New("bad log")
+		}
+	}
+	if deadline <= now {
+		return pos, true, nil
+	}
+	sh, tag := s.locate(key, now)
+	defer sh.mu.Unlock()
+	if p, _ := sh.get(key, tag, now); p >= 0 {
+		return 0, false, fmt.Errorf("duplicate key %q", key)
+	}
+	if kind == algo.KindLog {
+		c := classFor(len(key) + len(log))
+		slot := sh.create(key, tag, kind, c)
+		e := &sh.slab[slot]
+		copy(sh.chunks.bytes(c, e.chunk)[len(key):], log)
+		e.a, e.b = a, uint64(c)<<32|b
+		sh.wheel.Schedule(slot, deadline)
+		return pos, false, nil
+	}
+	slot := sh.create(key, tag, kind, classFor(len(key)))
+	sh.slab[slot].a, sh.slab[slot].b = a, b
+	sh.wheel.Schedule(slot, deadline)
+	return pos, false, nil
+}
+
+// validLog reports whether log is what encodeLog writes for a non-empty log whose
+// first entry's time is base, with times and costs in the store's domain [0, 2^62)
+// (costs from 1): decodeLog trusts its input, and a garbled varint would stop it.
+func (sr *snapshotReader) validLog(log []byte, base uint64) bool {
+	const limit = 1 << 62
+	if base >= limit {
+		return false
+	}
+	entries := sr.logs[:0]
+	prev := int64(base)
+	for src := log; len(src) > 0; {
+		step, n := binary.Uvarint(src)
+		if n <= 0 || step>>1 >= limit {
+			return false
+		}
+		src = src[n:]
+		e := algo.LogEntry{TS: prev + int64(step>>1), Cost: 1}
+		if step&1 != 0 {
+			ext, n := binary.Uvarint(src)
+			if n <= 0 || ext>>1 >= limit || ext>>1 == 0 {
+				return false
+			}
+			src = src[n:]
+			e.Cost = int64(ext >> 1)
+			if ext&1 != 0 {
+				e.TS = prev - int64(step>>1)
+			}
+		}
+		if e.TS < 0 || e.TS >= limit {
+			return false
+		}
+		entries = append(entries, e)
+		prev = e.TS
+	}
+	sr.logs = entries
+	// Canonical: the store re-encodes what it decodes, and must get these bytes back.
+	return entries[0].TS == int64(base) && logSize(entries, int64(base)) == len(log)
+}
