@@ -29,6 +29,20 @@ type testServer struct {
 // startServer starts a server on 127.0.0.1:0 and stops it at the end of the test.
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
+	ts, stop := savingServer(t, cfg)
+	t.Cleanup(func() {
+		// ErrServerClosed: the test ended before Serve began, and Close came first.
+		if err := stop(); err != nil && !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ts
+}
+
+// savingServer starts a server with cfg on a loopback port; stop closes it and
+// returns what Serve returned (the final save's error included).
+func savingServer(t testing.TB, cfg Config) (ts *testServer, stop func() error) {
+	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -42,14 +56,17 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		s.Close()
-		// ErrServerClosed: the test ended before Serve began, and Close came first.
-		if err := <-done; err != nil && !errors.Is(err, ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
+	var served error
+	stopped := false
+	stop = func() error {
+		if !stopped {
+			s.Close()
+			served, stopped = <-done, true
 		}
-	})
-	return &testServer{Server: s, addr: ln.Addr().String()}
+		return served
+	}
+	t.Cleanup(func() { stop() })
+	return &testServer{Server: s, addr: ln.Addr().String()}, stop
 }
 
 // startDebugServer starts a server whose clock is frozen at t0.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,36 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-// savingServer starts a server with cfg on a loopback port; stop closes it and
-// returns what Serve returned (the final save's error included).
-func savingServer(t *testing.T, cfg Config) (ts *testServer, stop func() error) {
-	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	s, err := NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	var served error
-	stopped := false
-	stop = func() error {
-		if !stopped {
-			s.Close()
-			served, stopped = <-done, true
-		}
-		return served
-	}
-	t.Cleanup(func() { stop() })
-	return &testServer{Server: s, addr: ln.Addr().String()}, stop
-}
 
 // persistenceField returns one field of INFO persistence.
 func persistenceField(t *testing.T, rdb *redis.Client, name string) string {
