@@ -41,7 +41,8 @@ func cmdQuit(_ *Server, c *client, _ [][]byte, _ int64) {
 
 // cmdHello serves HELLO [protover [AUTH username password] [SETNAME clientname]]:
 // switch protocol, then answer the server's details as a map in the new protocol.
-// Everything is checked before anything changes.
+// Every option is parsed before anything changes, and the protocol and name change
+// only if all checks pass; a right AUTH holds even when SETNAME is then refused.
 func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 	proto := c.proto.Load()
 	var name []byte

@@ -290,8 +290,8 @@ func writeArgDocs(c *client, args []arg) {
 }
 
 // configParams are the parameters CONFIG GET knows: what redis-benchmark, redis-cli
-// and client libraries ask, answered as a Redis without persistence would, plus
-// rlserver's own.
+// and client libraries ask, answered as a Redis without RDB or AOF would (rlserver's
+// snapshot is its own format, set by -snapshot), plus rlserver's own.
 func (s *Server) configParams() [][2]string {
 	host, port := "", ""
 	if a := s.Addr(); a != nil {

@@ -48,12 +48,24 @@ type limitListener struct {
 // Accept returns the next connection within maxclients. One beyond the limit gets
 // Redis's error and is closed by a goroutine of its own, so that a slow client (or
 // its TLS handshake) cannot hold up the accept loop.
+//
+// Accept errors other than a closed listener (EMFILE when out of file descriptors)
+// are retried here after a pause, 5 ms doubling to 1 s as net/http does: redcon
+// v1.6.4 retries them at once, which spins a core until a descriptor frees.
 func (l *limitListener) Accept() (net.Conn, error) {
+	var pause time.Duration
 	for {
 		conn, err := l.Listener.Accept()
 		if err != nil {
-			return nil, err
+			if errors.Is(err, net.ErrClosed) {
+				return nil, err
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			l.s.log.Warn("accept failed, retrying", "err", err, "in", pause)
+			time.Sleep(pause)
+			continue
 		}
+		pause = 0
 		// The slot is reserved here and given back by closeConn, so that two
 		// listeners accepting at once cannot both take the last one.
 		if l.s.connected.Add(1) > int64(l.s.cfg.MaxClients) {

@@ -312,6 +312,15 @@ func (s *Server) expireLoop() {
 
 // accept registers a new connection. It runs in redcon's accept loop.
 func (s *Server) accept(rc redcon.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		// Close came between this connection's Accept and now, which happens to the
+		// other listener's loop when Serve and ServeTLS both run: a Serve may already
+		// be in conns.Wait, which an Add must not race. closeConn will not run for it.
+		s.connected.Add(-1)
+		return false
+	}
 	c := &client{
 		id:      s.nextClientID.Add(1),
 		conn:    rc,
@@ -326,9 +335,7 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	}
 	rc.SetContext(c)
 	s.conns.Add(1)
-	s.mu.Lock()
 	s.clients[c] = struct{}{}
-	s.mu.Unlock()
 	s.connections.Add(1) // connected was counted by limitListener.Accept
 	return true
 }
@@ -357,11 +364,14 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 	c := rc.Context().(*client)
 	defer func() {
 		// The last guard, not the plan: a handler bug must not take down every
-		// client. The reply may be half-written, so the connection is closed.
+		// client. The reply may be half-written, so the connection is closed, and
+		// the commands pipelined after this one are dropped: redcon would otherwise
+		// run them, changing limits, with their replies going nowhere.
 		if r := recover(); r != nil {
 			s.log.Error("command panicked", "client", c.id, "command", string(cmd.Args[0]),
 				"panic", r, "stack", string(debug.Stack()))
 			c.w.WriteError("ERR internal error")
+			rc.ReadPipeline()
 			rc.Close()
 		}
 	}()
