@@ -40,6 +40,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/lab"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/lua"
 )
@@ -848,19 +849,6 @@ func request(kind algo.Kind, limit, windowMs int64) algo.Request {
 	return r
 }
 
-// maxInWindow is the most of times that fit in any window of length d.
-func maxInWindow(times []time.Time, d time.Duration) int {
-	times = slices.SortedFunc(slices.Values(times), time.Time.Compare)
-	best, first := 0, 0
-	for i, t := range times {
-		for t.Sub(times[first]) >= d {
-			first++
-		}
-		best = max(best, i-first+1)
-	}
-	return best
-}
-
 // TestWindowBoundary is the lesson's boundary test: limit 100 per 1,000 ms, 100 calls
 // 150 ms before a boundary of the 1-s grid the fixed windows align to, 100 calls 50 ms
 // after (the timing that gives the lesson's figures). It reports the most admitted in
@@ -929,7 +917,7 @@ func TestWindowBoundary(t *testing.T) {
 	fmt.Fprintf(&table, "most admitted in any 1-s window, limit 100/1000 ms, 100 calls 150 ms before a boundary, 100 calls 50 ms after:\n")
 	fmt.Fprintf(&table, "%-10s %10s %10s %8s\n", "algorithm", "redis+lua", "rlserver", "lesson")
 	for _, k := range ks {
-		redisN, serverN := maxInWindow(admitted[0][k], time.Second), maxInWindow(admitted[1][k], time.Second)
+		redisN, serverN := lab.MaxInWindow(admitted[0][k], time.Second), lab.MaxInWindow(admitted[1][k], time.Second)
 		fmt.Fprintf(&table, "%-10s %10d %10d %8s\n", k.Command(), redisN, serverN, lesson[k])
 		if d := serverN - redisN; d < -boundaryTolerance || d > boundaryTolerance {
 			t.Errorf("%s: rlserver admitted %d, redis+lua %d: more than %d apart", k.Command(), serverN, redisN, boundaryTolerance)
@@ -1382,45 +1370,11 @@ func bulk(t *testing.T, p *process, n int, cmd func(u int) []string) {
 			t.Fatal(err)
 		}
 		for u := from; u < min(from+batch, n); u++ {
-			if err := skipReply(r); err != nil {
+			if err := lab.SkipReply(r); err != nil {
 				t.Fatalf("%s: reply %d to %v: %v", p.name, u, cmd(u), err)
 			}
 		}
 	}
-}
-
-// skipReply reads one RESP2 reply, returning it as an error if it is one.
-func skipReply(r *bufio.Reader) error {
-	line, err := r.ReadSlice('\n')
-	if err != nil {
-		return err
-	}
-	if len(line) < 3 {
-		return fmt.Errorf("bad reply line %q", line)
-	}
-	body := string(line[1 : len(line)-2])
-	switch line[0] {
-	case '+', ':':
-		return nil
-	case '-':
-		return errors.New(body)
-	case '$', '*':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return fmt.Errorf("bad reply line %q", line)
-		}
-		if line[0] == '$' {
-			_, err = r.Discard(max(n+2, 0))
-			return err
-		}
-		for range n {
-			if err := skipReply(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("unexpected reply %q", line)
 }
 
 // keyed is the command args for user u, its key "user:<u>" at args[at]. The slice is
@@ -1640,7 +1594,7 @@ func TestClientBackends(t *testing.T) {
 				t.Fatalf("%s: %v", b.name, errs[i])
 			}
 			for _, k := range ks {
-				if n := maxInWindow(admitted[i][k], time.Second); n != want[k] {
+				if n := lab.MaxInWindow(admitted[i][k], time.Second); n != want[k] {
 					t.Errorf("%s %s: %d admitted in a 1-s window across the boundary, want %d", b.name, k.Command(), n, want[k])
 				}
 			}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/testenv"
+)
+
+// runExperiment runs rlbench -start at a small size with args, and decodes the
+// experiment's JSON into res. Without redis-server it skips, saying how to install
+// it (fails under RLSERVER_REQUIRE_REDIS=1).
+func runExperiment(t *testing.T, res any, args ...string) string {
+	t.Helper()
+	testenv.RedisTool(t, "redis-server")
+	dir := t.TempDir()
+	var out strings.Builder
+	args = append([]string{"-start", "-out", dir}, args...)
+	if err := run(context.Background(), args, &out); err != nil {
+		t.Fatalf("rlbench %v: %v\n%s", args, err, out.String())
+	}
+	t.Log(out.String())
+	b, err := os.ReadFile(filepath.Join(dir, args[len(args)-1]+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, res); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+func TestBoundary(t *testing.T) {
+	var res boundaryResult
+	runExperiment(t, &res, "boundary")
+	const tolerance = 5 // admitted calls: the sides' bursts are the same moment, not the same µs
+	exact := map[string]int{"rl.fixed": 200, "rl.log": 100}
+	if len(res.Rows) != len(boundaryKinds) {
+		t.Fatalf("%d rows, want %d", len(res.Rows), len(boundaryKinds))
+	}
+	for _, r := range res.Rows {
+		if want, ok := exact[r.Algorithm]; ok && (r.RedisLua != want || r.RLServer != want) {
+			t.Errorf("%s: redis+lua %d, rlserver %d, want %d on both", r.Algorithm, r.RedisLua, r.RLServer, want)
+		}
+		if d := r.RLServer - r.RedisLua; d < -tolerance || d > tolerance {
+			t.Errorf("%s: redis+lua %d, rlserver %d: more than %d apart", r.Algorithm, r.RedisLua, r.RLServer, tolerance)
+		}
+		if r.RLServer > 2*res.Limit || r.RLServer < 1 {
+			t.Errorf("%s: rlserver admitted %d in a window of limit %d", r.Algorithm, r.RLServer, res.Limit)
+		}
+	}
+}
+
+func TestNonatomic(t *testing.T) {
+	var res nonatomicResult
+	runExperiment(t, &res, "nonatomic")
+	if want := 1 + 2*len(kinds); len(res.Rows) != want {
+		t.Fatalf("%d rows, want %d", len(res.Rows), want)
+	}
+	for _, r := range res.Rows {
+		want := 0
+		if strings.HasPrefix(r.Mode, "INCR") {
+			want = nonatomicUsers / 10
+		}
+		if r.WithoutTTL != want {
+			t.Errorf("%s %s: %d keys without TTL, want %d", r.Side, r.Mode, r.WithoutTTL, want)
+		}
+	}
+}
+
+func TestMemory(t *testing.T) {
+	var res memoryResult
+	runExperiment(t, &res, "-users", "2000", "-log-calls", "2000", "memory")
+	bytes := map[string]memoryRow{}
+	for _, r := range res.Rows {
+		bytes[r.Algorithm] = r
+		if r.RedisUsed <= 0 || r.ServerStore <= 0 {
+			t.Errorf("%s: redis %.1f B, rlserver %.1f B per user: want both positive", r.Algorithm, r.RedisUsed, r.ServerStore)
+		}
+	}
+	if log, fixed := bytes["rl.log"], bytes["rl.fixed"]; log.RedisUsed <= 2*fixed.RedisUsed || log.ServerStore <= fixed.ServerStore {
+		t.Errorf("a 100-entry log takes %.1f B (redis), %.1f B (rlserver) per user, a fixed window %.1f B, %.1f B: want the log larger",
+			log.RedisUsed, log.ServerStore, fixed.RedisUsed, fixed.ServerStore)
+	}
+	if len(res.LogGrowth) != len(logLimits) {
+		t.Fatalf("%d log-growth rows, want %d", len(res.LogGrowth), len(logLimits))
+	}
+	first, last := res.LogGrowth[0], res.LogGrowth[len(res.LogGrowth)-1]
+	if last.RedisUsed < 100*first.RedisUsed || last.ServerStore <= first.ServerStore {
+		t.Errorf("log bytes per user at limit %d: redis %.1f, rlserver %.1f; at %d: %.1f, %.1f: want growth (redis ≥100x)",
+			first.Limit, first.RedisUsed, first.ServerStore, last.Limit, last.RedisUsed, last.ServerStore)
+	}
+}
+
+func TestBench(t *testing.T) {
+	var res benchResult
+	runExperiment(t, &res, "-requests", "200", "-cell-time", "500ms", "-depths", "1,4", "-clients", "1,2", "bench")
+	if want := (1 + 2*len(kinds)) * 2 * 2; len(res.Rows) != want {
+		t.Fatalf("%d rows, want %d", len(res.Rows), want)
+	}
+	for _, r := range res.Rows {
+		if r.Requests < 1 || r.Requests > 200 || r.PerSecond <= 0 {
+			t.Errorf("%s %s depth %d clients %d: %d requests at %.0f/s", r.Side, r.Command, r.Depth, r.Clients, r.Requests, r.PerSecond)
+		}
+		if !(r.P50Ms > 0 && r.P50Ms <= r.P95Ms && r.P95Ms <= r.P99Ms) {
+			t.Errorf("%s %s depth %d clients %d: p50 %v p95 %v p99 %v, want 0 < p50 ≤ p95 ≤ p99",
+				r.Side, r.Command, r.Depth, r.Clients, r.P50Ms, r.P95Ms, r.P99Ms)
+		}
+	}
+}
+
+// TestHistogramQuantile checks the histogram against exact quantiles of known
+// samples: within the buckets' 1/2^subBits precision.
+func TestHistogramQuantile(t *testing.T) {
+	check := func(name string, samples []time.Duration) {
+		t.Helper()
+		var h histogram
+		for _, d := range samples {
+			h.record(d, 1)
+		}
+		sorted := slices.Sorted(slices.Values(samples))
+		for _, q := range []float64{0.5, 0.95, 0.99, 1} {
+			exact := float64(sorted[int(math.Ceil(q*float64(len(sorted))))-1]) / 1e6
+			if got := h.quantile(q); math.Abs(got-exact) > exact/(1<<subBits)+1e-6 {
+				t.Errorf("%s: q%.2f = %v ms, exact %v ms", name, q, got, exact)
+			}
+		}
+	}
+	var linear, skewed []time.Duration
+	for i := range 10_000 {
+		linear = append(linear, time.Duration(i+1)*time.Microsecond)
+		skewed = append(skewed, time.Duration(math.Pow(1.002, float64(i)))*time.Microsecond)
+	}
+	check("linear 1 µs .. 10 ms", linear)
+	check("exponential 1 µs .. 485 ms", skewed)
+	check("small ns", []time.Duration{1, 2, 3, 5, 8, 13, 21, 34})
+}
+
+func TestFlags(t *testing.T) {
+	check := func(args []string, wantErr string) {
+		t.Helper()
+		_, _, err := parseFlags(args)
+		switch {
+		case wantErr == "" && err != nil:
+			t.Errorf("%v: %v", args, err)
+		case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+			t.Errorf("%v: error %v, want one containing %q", args, err, wantErr)
+		}
+	}
+	check([]string{"-start", "boundary"}, "")
+	check([]string{"-rlserver", "127.0.0.1:6380", "-redis", "[::1]:6379", "bench"}, "")
+	check([]string{"boundary"}, "nothing to measure")
+	check([]string{"-start", "-redis", "127.0.0.1:6379", "boundary"}, "drop -rlserver")
+	check([]string{"-rlserver", "10.0.0.1:6380", "boundary"}, "not loopback")
+	check([]string{"-start", "-depths", "1,x", "bench"}, "-depths")
+	check([]string{"-start"}, "exactly one experiment")
+	check([]string{"-start", "-users", "1", "memory"}, "-users")
+}
+
+func TestOverhead(t *testing.T) {
+	var res overheadResult
+	runExperiment(t, &res, "-requests", "200", "-cell-time", "2s", "overhead")
+	if len(res.Rows) != 3 {
+		t.Fatalf("%d rows, want bare and one per side", len(res.Rows))
+	}
+	for _, r := range res.Rows {
+		if r.Requests != 200 {
+			t.Errorf("%s: %d requests timed, want 200", r.Endpoint, r.Requests)
+		}
+		if !(r.P50Ms > 0 && r.P50Ms <= r.P95Ms && r.P95Ms <= r.P99Ms) {
+			t.Errorf("%s: p50 %v p95 %v p99 %v, want 0 < p50 ≤ p95 ≤ p99", r.Endpoint, r.P50Ms, r.P95Ms, r.P99Ms)
+		}
+		if got := r.P50Ms - res.Rows[0].P50Ms; math.Abs(got-r.AddedP50Ms) > 1e-9 {
+			t.Errorf("%s: added p50 %v, want p50 - bare p50 = %v", r.Endpoint, r.AddedP50Ms, got)
+		}
+	}
+}
+
+func TestUnknownExperiment(t *testing.T) {
+	err := run(context.Background(), []string{"-start", "-out", "", "e3e"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `unknown experiment "e3e"`) {
+		t.Errorf("rlbench e3e: %v, want unknown experiment", err)
+	}
+}
+
+// TestMain lets the test binary be e2e's app replica, as rlbench itself is.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(replicaEnv); spec != "" {
+		if err := runReplica(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench replica:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestE2E(t *testing.T) {
+	var res e2eResult
+	runExperiment(t, &res, "-e2e-limit", "200", "-e2e-time", "1s", "e2e")
+	if len(res.Rows) != 2 {
+		t.Fatalf("%d rows, want one per side", len(res.Rows))
+	}
+	// A 1-s run under -race on a loaded machine: a looser bound than the lesson's 0.05%.
+	const maxErrorPct = 2
+	for _, r := range res.Rows {
+		if r.ErrorPct > maxErrorPct || r.Limited == 0 {
+			t.Errorf("%s: %d allowed of %.0f expected (%.3f%% off), %d x429: want within %d%% and some 429s",
+				r.Side, r.Allowed, r.Expected, r.ErrorPct, r.Limited, maxErrorPct)
+		}
+	}
+}
