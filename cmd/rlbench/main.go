@@ -6,8 +6,10 @@
 //	rlbench -start boundary
 //	rlbench -rlserver 127.0.0.1:6380 -redis 127.0.0.1:6379 bench
 //
-// Experiments: boundary, nonatomic, memory, bench, overhead, e2e, all. Traffic goes to loopback
-// addresses only, and every loop is bounded in count and in time.
+// Experiments: boundary, nonatomic, memory, bench, overhead, e2e, all. boundary, bench and
+// memory also draw results/<experiment>.png; all writes results/summary.md, each experiment's
+// headline figure beside the lesson's. Traffic goes to loopback addresses only, and every
+// loop is bounded in count and in time.
 package main
 
 import (
@@ -96,6 +98,7 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer env.close()
+	var summary []summaryRow
 	for _, e := range todo {
 		fmt.Fprintf(w, "== %s ==\n", e.name)
 		res, err := e.run(ctx, cfg, env, w)
@@ -105,7 +108,16 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		if err := writeResult(cfg.out, e.name, res); err != nil {
 			return err
 		}
+		if err := writeCharts(cfg.out, e.name, res); err != nil {
+			return err
+		}
+		if h, ok := res.(headliner); ok {
+			summary = append(summary, h.headline())
+		}
 		fmt.Fprintln(w)
+	}
+	if name == "all" {
+		return writeSummary(cfg.out, summary)
 	}
 	return nil
 }

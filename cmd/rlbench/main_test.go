@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"math"
 	"os"
@@ -16,9 +17,9 @@ import (
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
-// runExperiment runs rlbench -start at a small size with args, and decodes the
-// experiment's JSON into res. Without redis-server it skips, saying how to install
-// it (fails under RLSERVER_REQUIRE_REDIS=1).
+// runExperiment runs rlbench -start at a small size with args, decodes the
+// experiment's JSON into res (unless nil) and returns the results directory. Without
+// redis-server it skips, saying how to install it (fails under RLSERVER_REQUIRE_REDIS=1).
 func runExperiment(t *testing.T, res any, args ...string) string {
 	t.Helper()
 	testenv.RedisTool(t, "redis-server")
@@ -29,6 +30,9 @@ func runExperiment(t *testing.T, res any, args ...string) string {
 		t.Fatalf("rlbench %v: %v\n%s", args, err, out.String())
 	}
 	t.Log(out.String())
+	if res == nil {
+		return dir
+	}
 	b, err := os.ReadFile(filepath.Join(dir, args[len(args)-1]+".json"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,12 +40,29 @@ func runExperiment(t *testing.T, res any, args ...string) string {
 	if err := json.Unmarshal(b, res); err != nil {
 		t.Fatal(err)
 	}
-	return out.String()
+	return dir
+}
+
+// checkPNG fails unless dir/name is a PNG image of a plausible size.
+func checkPNG(t *testing.T, dir, name string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if b := img.Bounds(); b.Dx() < 200 || b.Dy() < 200 {
+		t.Errorf("%s: %dx%d pixels, want at least 200x200", name, b.Dx(), b.Dy())
+	}
 }
 
 func TestBoundary(t *testing.T) {
 	var res boundaryResult
-	runExperiment(t, &res, "boundary")
+	checkPNG(t, runExperiment(t, &res, "boundary"), "boundary.png")
 	const tolerance = 5 // admitted calls: the sides' bursts are the same moment, not the same µs
 	exact := map[string]int{"rl.fixed": 200, "rl.log": 100}
 	if len(res.Rows) != len(boundaryKinds) {
@@ -79,7 +100,7 @@ func TestNonatomic(t *testing.T) {
 
 func TestMemory(t *testing.T) {
 	var res memoryResult
-	runExperiment(t, &res, "-users", "2000", "-log-calls", "2000", "memory")
+	checkPNG(t, runExperiment(t, &res, "-users", "2000", "-log-calls", "2000", "memory"), "memory.png")
 	bytes := map[string]memoryRow{}
 	for _, r := range res.Rows {
 		bytes[r.Algorithm] = r
@@ -103,7 +124,7 @@ func TestMemory(t *testing.T) {
 
 func TestBench(t *testing.T) {
 	var res benchResult
-	runExperiment(t, &res, "-requests", "200", "-cell-time", "500ms", "-depths", "1,4", "-clients", "1,2", "bench")
+	checkPNG(t, runExperiment(t, &res, "-requests", "200", "-cell-time", "500ms", "-depths", "1,4", "-clients", "1,2", "bench"), "bench.png")
 	if want := (1 + 2*len(kinds)) * 2 * 2; len(res.Rows) != want {
 		t.Fatalf("%d rows, want %d", len(res.Rows), want)
 	}
@@ -216,6 +237,44 @@ func TestE2E(t *testing.T) {
 		if r.ErrorPct > maxErrorPct || r.Limited == 0 {
 			t.Errorf("%s: %d allowed of %.0f expected (%.3f%% off), %d x429: want within %d%% and some 429s",
 				r.Side, r.Allowed, r.Expected, r.ErrorPct, r.Limited, maxErrorPct)
+		}
+	}
+}
+
+// TestAll runs every experiment at the smallest sizes and checks what `all`
+// writes: a JSON per experiment, the three charts, and summary.md with a row per
+// experiment, both sides filled in.
+func TestAll(t *testing.T) {
+	dir := runExperiment(t, nil, "-users", "10", "-log-calls", "10", "-requests", "50", "-cell-time", "200ms",
+		"-depths", "1", "-clients", "1", "-e2e-limit", "50", "-e2e-time", "300ms", "all")
+	for _, e := range experiments {
+		if _, err := os.Stat(filepath.Join(dir, e.name+".json")); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, name := range []string{"boundary.png", "bench.png", "memory.png"} {
+		checkPNG(t, dir, name)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for line := range strings.Lines(string(b)) {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		rows[cells[0]] = cells
+	}
+	for _, e := range experiments {
+		cells, ok := rows[e.name]
+		if !ok {
+			t.Errorf("summary.md has no row for %s:\n%s", e.name, b)
+			continue
+		}
+		if len(cells) != 5 || slices.Contains(cells[2:4], "-") {
+			t.Errorf("summary.md row %q: want 5 cells, both sides measured", cells)
 		}
 	}
 }
