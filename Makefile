@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server soak docs clean
+.PHONY: build run test bench bench-server soak experiments docs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -30,6 +30,11 @@ bench-server: build
 # the same test small).
 soak:
 	RLSERVER_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -timeout 5m -v ./cmd/rlserver/
+
+# The lesson's lab, rlserver and Redis + Lua side by side, on servers rlbench starts;
+# tables on stdout, JSON, PNG charts and summary.md in results/.
+experiments:
+	$(GO) run ./cmd/rlbench -start -out results all
 
 # Regenerate docs/commands.md from the command table.
 docs:
