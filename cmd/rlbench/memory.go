@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/lab"
 )
 
 // memoryLesson is the lesson's Redis bytes per user.
@@ -70,7 +71,7 @@ func runMemory(ctx context.Context, cfg config, e *env, w io.Writer) (any, error
 			if k == algo.KindLog {
 				return fillLogs(ctx, tg, users, limit, done)
 			}
-			return bulk(ctx, tg.addr, users, keyed(tg.words("", request(k, int64(limit), 3_600_000)), tg.script), done)
+			return lab.Bulk(ctx, tg.addr, users, keyed(tg.words("", request(k, int64(limit), 3_600_000)), tg.script), done)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k.Command(), err)
@@ -182,7 +183,7 @@ func fillLogs(ctx context.Context, tg target, users, limit int, done func(int)) 
 			zadd = append(zadd, ts, ts+":1")
 		}
 		expire := []string{"PEXPIREAT", "", strconv.FormatInt((base+int64(limit-1)*gap)/1000+windowMs, 10)}
-		return bulk(ctx, tg.addr, 2*users, func(i int) []string {
+		return lab.Bulk(ctx, tg.addr, 2*users, func(i int) []string {
 			key := "user:" + strconv.Itoa(i/2)
 			if i%2 == 1 {
 				expire[1] = key
@@ -198,7 +199,7 @@ func fillLogs(ctx context.Context, tg target, users, limit int, done func(int)) 
 		if err := tg.client.Do(ctx, "DEBUG", "CLOCK", "SET", base+j*gap).Err(); err != nil {
 			return fmt.Errorf("DEBUG CLOCK SET (run rlserver with -enable-debug-command): %w", err)
 		}
-		if err := bulk(ctx, tg.addr, users, call, nil); err != nil {
+		if err := lab.Bulk(ctx, tg.addr, users, call, nil); err != nil {
 			return err
 		}
 		if (j+1)%int64(max(1, limit/100)) == 0 {
