@@ -5,6 +5,10 @@
 // passed in as microseconds since the Unix epoch, as golang.org/x/time/rate passes it,
 // so tests never sleep. The wire contract is ../shared/spec/COMMANDS.md.
 //
+// RL.ALL's rules (ParseAll) are each one such Request on its own key; the store decides
+// them together. RL.ACQUIRE's state is a set of leases with deadlines, decided by
+// Acquire, Release and Renew in the same pure style.
+//
 // The Lua reference scripts must reproduce every reply bit for bit, so each float64
 // formula is evaluated in the order its comment writes, one rounding per operation.
 // A product that feeds an addition or subtraction is wrapped in float64(...): the Go
@@ -29,6 +33,7 @@ const (
 	KindGCRA                     // RL.GCRA: generic cell rate algorithm
 	KindLeaky                    // RL.LEAKY: leaky bucket as a queue
 	KindThrottle                 // CL.THROTTLE: redis-cell's GCRA
+	KindLease                    // RL.ACQUIRE, RL.RELEASE, RL.RENEW: concurrency leases
 )
 
 // Request is one parsed call, as Parse builds it. Durations are in microseconds.

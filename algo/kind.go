@@ -10,11 +10,12 @@ var kindNames = [...]string{
 	KindGCRA:     "rl.gcra",
 	KindLeaky:    "rl.leaky",
 	KindThrottle: "cl.throttle",
+	KindLease:    "rl.lease",
 }
 
 // String is the name TYPE answers: "rl.fixed", "rl.slide", "rl.log", "rl.token",
-// "rl.gcra", "rl.leaky", "cl.throttle"; "none" for the zero Kind or an unknown one,
-// as TYPE answers for an absent key.
+// "rl.gcra", "rl.leaky", "cl.throttle", "rl.lease"; "none" for the zero Kind or an
+// unknown one, as TYPE answers for an absent key.
 func (k Kind) String() string {
 	if int(k) >= len(kindNames) {
 		return kindNames[0]
@@ -23,5 +24,12 @@ func (k Kind) String() string {
 }
 
 // Command is the command's name in lower case as Redis spells it in errors: "rl.fixed", ...,
-// "cl.throttle". It is the same text as String, since TYPE answers the command's name.
-func (k Kind) Command() string { return k.String() }
+// "cl.throttle", and "rl.acquire" for KindLease. It is the same text as String, since TYPE
+// answers the command's name, except for leases: three commands share that kind, and
+// TYPE names the kind, "rl.lease".
+func (k Kind) Command() string {
+	if k == KindLease {
+		return "rl.acquire"
+	}
+	return k.String()
+}

@@ -29,6 +29,12 @@ var (
 	errQuantity    = errors.New("ERR quantity must be an integer between 0 and 1000000000")
 	errUnknownKind = errors.New("ERR unknown rate limiter kind")
 	errArity       = arityErrors()
+	errAllArity    = errors.New("ERR wrong number of arguments for 'rl.all' command")
+	errAllTooMany  = fmt.Errorf("ERR RL.ALL takes at most %d rules", MaxRules)
+	errAllUnknown  = errors.New("ERR unknown algorithm in RL.ALL: " + allExpected)
+	errLeaseMs     = errors.New("ERR lease_ms must be an integer between 1 and 31536000000")
+	errLeaseID     = errors.New("ERR lease id must be 1 to 128 bytes")
+	errRenewArity  = errors.New("ERR wrong number of arguments for 'rl.renew' command")
 )
 
 // arityErrors builds, per Kind, the error Redis gives for a wrong argument count.

@@ -19,8 +19,9 @@ import "math/bits"
 const (
 	pageBytes = 16 << 10
 	// maxChunk bounds a chunk: a key of up to maxKeyLen bytes plus the longest log
-	// (maxLogLimit entries of at most maxEntryBytes).
-	maxChunk = maxKeyLen + maxLogLimit*maxEntryBytes
+	// (maxLogLimit entries of at most maxEntryBytes) or lease set (maxLogLimit leases of
+	// at most maxLeaseBytes), 1.7 GB.
+	maxChunk = maxKeyLen + maxLogLimit*max(maxEntryBytes, maxLeaseBytes)
 )
 
 // classSizes lists the chunk size of each class, ascending.

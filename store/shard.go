@@ -12,9 +12,9 @@ import (
 // entry is one key's slot in its shard's slab. It holds no pointer, so a slab of
 // millions is one block the GC does not scan.
 type entry struct {
-	a, b  uint64 // the state, packed by codec.go (RL.LOG: see shard.writeLog)
+	a, b  uint64 // the state, packed by codec.go (RL.LOG and leases: see shard.placeTail)
 	chunk uint32 // the chunk with the key's bytes; on a free slot, the next free slot
-	meta  uint32 // kind<<29 | key length; 0 on a free slot
+	meta  uint32 // kind<<28 | key length; 0 on a free slot
 }
 
 const entryBytes = 24
@@ -22,31 +22,45 @@ const entryBytes = 24
 func (e *entry) kind() algo.Kind { return algo.Kind(e.meta >> kindShift) }
 func (e *entry) keyLen() int     { return int(e.meta & maxKeyLen) }
 
-// class is the size class of the entry's chunk: the key's, or for RL.LOG the key's
-// and log's, kept in b's upper half.
+// class is the size class of the entry's chunk: the key's, or for RL.LOG and leases
+// the key's and log's or lease set's, kept in b's upper half.
 func (e *entry) class() uint8 {
-	if e.kind() == algo.KindLog {
+	if hasTail(e.kind()) {
 		return uint8(e.b >> 32)
 	}
 	return classFor(e.keyLen())
 }
 
+// hasTail reports whether a kind keeps its state in the key's chunk after the key
+// (a = a base time, b = class<<32 | the state's length in bytes) rather than in a and b.
+func hasTail(k algo.Kind) bool { return k == algo.KindLog || k == algo.KindLease }
+
+// tail returns the state bytes after the key in a hasTail entry's chunk.
+func (sh *shard) tail(e *entry) []byte {
+	n := e.keyLen()
+	return sh.chunks.bytes(e.class(), e.chunk)[n : n+int(uint32(e.b))]
+}
+
 // shard is one lock's worth of keys.
 type shard struct {
-	mu       sync.Mutex
-	index    index
-	slab     []entry // slot 0 is never used: 0 is the index's empty bucket and the wheel's nil
-	freeSlot uint32  // head of the free slots' list, 0 if none
-	live     int
-	chunks   chunks
-	wheel    ttl.Wheel
-	tick     int64 // the ms the wheel was last advanced to
-	latest   int64 // the latest now Do decided at, under Config.MonotonicTime
-	onExpire func(slot uint32)
-	logs     []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, encoded back
+	mu           sync.Mutex
+	index        index
+	slab         []entry // slot 0 is never used: 0 is the index's empty bucket and the wheel's nil
+	freeSlot     uint32  // head of the free slots' list, 0 if none
+	live         int
+	chunks       chunks
+	wheel        ttl.Wheel
+	tick         int64 // the ms the wheel was last advanced to
+	latest       int64 // the latest now a call decided at, under Config.MonotonicTime
+	onExpire     func(slot uint32)
+	logs         []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, encoded back
+	leaseScratch []algo.Lease    // a lease set's scratch, as logs is a log's
+	leaseIDs     []byte          // the decoded leases' ids
+	newID        [hexIDLen]byte  // a generated lease id, before it is stored
 
-	allowed, limited [8]uint64
+	allowed, limited [kindCount]uint64
 	expired, evicted uint64
+	changed          uint64 // Stats.Changed
 
 	budget  int64 // Config.MaxMemory / shards; 0: no bound
 	noEvict bool  // PolicyNoEviction
@@ -101,7 +115,7 @@ func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, c uint8) uint32 
 	}
 	e := &sh.slab[slot]
 	e.meta = uint32(kind)<<kindShift | uint32(len(key))
-	if kind == algo.KindLog {
+	if hasTail(kind) {
 		e.b = uint64(c) << 32
 	}
 	e.chunk = sh.chunks.alloc(c)
@@ -146,15 +160,44 @@ func (sh *shard) expireSlot(slot uint32) {
 	sh.removeFresh(sh.index.position(tag, slot), slot)
 }
 
-// doLog decides an RL.LOG call. A log that outgrows its chunk moves to the class that
-// fits; one that shrinks to two classes below moves down, so that a log hovering at a
-// class boundary does not move on every call.
+// do decides one request on key, which hashes to this locked shard with tag, and
+// stores the new state unless r.Peek; it reports whether key held a state before.
+// It counts nothing: Do and DoAll count the answers they give.
+func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Decision, bool, error) {
+	pos, slot := sh.get(key, tag, now)
+	if pos >= 0 && sh.slab[slot].kind() != r.Kind {
+		return algo.Decision{}, true, ErrWrongType
+	}
+	if r.Kind == algo.KindLog {
+		d, err := sh.doLog(key, tag, pos, slot, r, now)
+		return d, pos >= 0, err
+	}
+	var a, b uint64
+	if pos >= 0 {
+		a, b = sh.slab[slot].a, sh.slab[slot].b
+	}
+	a, b, d := decide(r, a, b, now)
+	if d.Write && d.FreshAt <= now {
+		sh.removeFresh(pos, slot)
+	} else if d.Write {
+		if pos < 0 {
+			if err := sh.makeRoom(classFor(len(key)), now); err != nil {
+				return algo.Decision{}, false, err
+			}
+			slot = sh.create(key, tag, r.Kind, classFor(len(key)))
+		}
+		sh.slab[slot].a, sh.slab[slot].b = a, b
+		sh.wheel.Schedule(slot, d.FreshAt)
+	}
+	return d, pos >= 0, nil
+}
+
+// doLog decides an RL.LOG call.
 func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Request, now int64) (algo.Decision, error) {
 	entries := sh.logs[:0]
 	if pos >= 0 {
 		e := &sh.slab[slot]
-		n := e.keyLen()
-		entries = decodeLog(sh.chunks.bytes(e.class(), e.chunk)[n:n+int(uint32(e.b))], int64(e.a), entries)
+		entries = decodeLog(sh.tail(e), int64(e.a), entries)
 	}
 	entries, d := algo.Log(entries, r, now)
 	if cap(entries) > cap(sh.logs) {
@@ -176,15 +219,23 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 	return d, nil
 }
 
-// writeLog stores a non-empty log for key, created if pos < 0, fresh at freshAt. The
-// log is kept in the key's chunk after the key (logcodec.go): a = the first entry's
-// time, b = class<<32 | the log's length in bytes.
+// writeLog stores a non-empty log for key, created if pos < 0, fresh at freshAt: the
+// log is kept in the key's chunk after the key (logcodec.go), a = the first entry's time.
 func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries []algo.LogEntry, freshAt int64) {
 	base := entries[0].TS
 	size := logSize(entries, base)
+	encodeLog(sh.placeTail(key, tag, pos, slot, algo.KindLog, base, size, freshAt), entries, base)
+}
+
+// placeTail makes room for a hasTail state of size bytes after key, created if pos < 0
+// (the caller has made room), and returns those bytes for the caller to encode into:
+// a = base, b = class<<32 | size, the wheel's deadline freshAt. A state that outgrows
+// its chunk moves to the class that fits; one that shrinks to two classes below moves
+// down, so that a state hovering at a class boundary does not move on every call.
+func (sh *shard) placeTail(key []byte, tag uint32, pos int, slot uint32, kind algo.Kind, base int64, size int, freshAt int64) []byte {
 	need := len(key) + size
 	if pos < 0 {
-		slot = sh.create(key, tag, algo.KindLog, classFor(need))
+		slot = sh.create(key, tag, kind, classFor(need))
 	}
 	e := &sh.slab[slot]
 	c := e.class()
@@ -195,9 +246,9 @@ func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries 
 		sh.chunks.release(c, e.chunk)
 		e.chunk, c = chunk, moved
 	}
-	encodeLog(sh.chunks.bytes(c, e.chunk)[len(key):need], entries, base)
 	e.a, e.b = uint64(base), uint64(c)<<32|uint64(size)
 	sh.wheel.Schedule(slot, freshAt)
+	return sh.chunks.bytes(c, e.chunk)[len(key):need]
 }
 
 // reset empties the shard and lets go of its memory; the counters stay.
@@ -211,10 +262,12 @@ func (sh *shard) reset() {
 	sh.tick = 0
 	sh.latest = 0
 	sh.logs = nil
+	sh.leaseScratch = nil
+	sh.leaseIDs = nil
 }
 
 // bytes is the memory the shard holds for its keys.
 func (sh *shard) bytes() int64 {
 	return int64(cap(sh.slab))*entryBytes + sh.index.bytes() + sh.chunks.held() + sh.wheel.Bytes() +
-		int64(cap(sh.logs))*16
+		int64(cap(sh.logs))*16 + int64(cap(sh.leaseScratch))*leaseBytes + int64(cap(sh.leaseIDs))
 }

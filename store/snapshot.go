@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,8 @@ import (
 //	trailer  uint32 0, record count uint64, xxh3 of every byte before the count uint64
 //
 //	record   kind byte, key length uvarint, key, a uint64, b uint64, deadline int64 µs,
-//	         and for RL.LOG b is the log's length in bytes and the log follows (logcodec.go)
+//	         and for RL.LOG and leases b is the log's or lease set's length in bytes and
+//	         it follows (logcodec.go, leasecodec.go)
 //
 // The state words are the store's own (codec.go), and every time in them is absolute
 // µs since the epoch, so a state loaded later is simply read at the later time: the
@@ -138,15 +140,14 @@ func (sh *shard) appendRecord(buf []byte, e *entry, deadline int64) []byte {
 	buf = binary.AppendUvarint(buf, uint64(e.keyLen()))
 	buf = append(buf, sh.key(e)...)
 	b := e.b
-	if kind == algo.KindLog {
-		b = uint64(uint32(e.b)) // the log's length; the class is the store's business
+	if hasTail(kind) {
+		b = uint64(uint32(e.b)) // the tail's length; the class is the store's business
 	}
 	buf = binary.LittleEndian.AppendUint64(buf, e.a)
 	buf = binary.LittleEndian.AppendUint64(buf, b)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(deadline))
-	if kind == algo.KindLog {
-		n := e.keyLen()
-		buf = append(buf, sh.chunks.bytes(e.class(), e.chunk)[n:n+int(b)]...)
+	if hasTail(kind) {
+		buf = append(buf, sh.tail(e)...)
 	}
 	return buf
 }
@@ -173,11 +174,13 @@ func (s *Store) ReadSnapshot(r io.Reader, now int64) (SnapshotInfo, error) {
 
 // snapshotReader reads a snapshot, counting bytes for error messages and hashing them.
 type snapshotReader struct {
-	r    io.Reader
-	h    *xxh3.Hasher
-	off  int64
-	body bytes.Buffer
-	logs []algo.LogEntry // scratch for checking RL.LOG logs
+	r      io.Reader
+	h      *xxh3.Hasher
+	off    int64
+	body   bytes.Buffer
+	logs   []algo.LogEntry // scratch for checking RL.LOG logs
+	leases []algo.Lease    // and lease sets,
+	ids    []byte          // with their ids
 }
 
 func corrupt(format string, args ...any) error {
@@ -281,7 +284,7 @@ func (sr *snapshotReader) read(s *Store, now int64) (SnapshotInfo, error) {
 // now. It returns the bytes the record used.
 func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, error) {
 	kind := algo.Kind(body[0])
-	if kind < algo.KindFixed || kind > algo.KindThrottle {
+	if kind < algo.KindFixed || kind > algo.KindLease {
 		return 0, false, fmt.Errorf("unknown kind %d", body[0])
 	}
 	keyLen, n := binary.Uvarint(body[1:])
@@ -298,15 +301,19 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 	b := binary.LittleEndian.Uint64(body[pos+8:])
 	deadline := int64(binary.LittleEndian.Uint64(body[pos+16:]))
 	pos += 24
-	var log []byte
-	if kind == algo.KindLog {
-		if b == 0 || b > uint64(len(body)-pos) || keyLen+b > maxChunk {
-			return 0, false, errors.New("bad log length")
+	var tail []byte
+	if hasTail(kind) {
+		what := "log"
+		if kind == algo.KindLease {
+			what = "lease set"
 		}
-		log = body[pos : pos+int(b)]
+		if b == 0 || b > uint64(len(body)-pos) || keyLen+b > maxChunk {
+			return 0, false, errors.New("bad " + what + " length")
+		}
+		tail = body[pos : pos+int(b)]
 		pos += int(b)
-		if !sr.validLog(log, a) {
-			return 0, false, errors.New("bad log")
+		if kind == algo.KindLog && !sr.validLog(tail, a) || kind == algo.KindLease && !sr.validLeases(tail, a, deadline) {
+			return 0, false, errors.New("bad " + what)
 		}
 	}
 	if deadline <= now {
@@ -317,11 +324,11 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 	if p, _ := sh.get(key, tag, now); p >= 0 {
 		return 0, false, fmt.Errorf("duplicate key %q", key)
 	}
-	if kind == algo.KindLog {
-		c := classFor(len(key) + len(log))
+	if hasTail(kind) {
+		c := classFor(len(key) + len(tail))
 		slot := sh.create(key, tag, kind, c)
 		e := &sh.slab[slot]
-		copy(sh.chunks.bytes(c, e.chunk)[len(key):], log)
+		copy(sh.chunks.bytes(c, e.chunk)[len(key):], tail)
 		e.a, e.b = a, uint64(c)<<32|b
 		sh.wheel.Schedule(slot, deadline)
 		return pos, false, nil
@@ -369,4 +376,52 @@ func (sr *snapshotReader) validLog(log []byte, base uint64) bool {
 	sr.logs = entries
 	// Canonical: the store re-encodes what it decodes, and must get these bytes back.
 	return entries[0].TS == int64(base) && logSize(entries, int64(base)) == len(log)
+}
+
+// validLeases reports whether set is what encodeLeases writes for a non-empty lease
+// set whose first deadline is base and whose last is deadline, the key's: decodeLeases
+// trusts its input.
+func (sr *snapshotReader) validLeases(set []byte, base uint64, deadline int64) bool {
+	const limit = 1 << 62
+	if base >= limit {
+		return false
+	}
+	leases := sr.leases[:0]
+	ids := sr.ids[:0]
+	prev := int64(base)
+	for src := set; len(src) > 0; {
+		step, n := binary.Uvarint(src)
+		if n <= 0 || step >= limit-uint64(prev) {
+			return false
+		}
+		src = src[n:]
+		head, n := binary.Uvarint(src)
+		if n <= 0 {
+			return false
+		}
+		src = src[n:]
+		idLen := head >> 1
+		if head == 1 {
+			idLen = hexIDLen / 2
+		} else if head&1 != 0 || idLen > maxLeaseID {
+			return false
+		}
+		if idLen > uint64(len(src)) {
+			return false
+		}
+		from := len(ids)
+		if head == 1 {
+			ids = hex.AppendEncode(ids, src[:idLen])
+		} else {
+			ids = append(ids, src[:idLen]...)
+		}
+		src = src[idLen:]
+		prev += int64(step)
+		leases = append(leases, algo.Lease{Deadline: prev, ID: ids[from:len(ids):len(ids)]})
+	}
+	sr.leases, sr.ids = leases, ids
+	// Canonical, so that the store gets these bytes back when it re-encodes them; the
+	// key's deadline is its last lease's.
+	return len(leases) > 0 && leases[0].Deadline == int64(base) && leases[len(leases)-1].Deadline == deadline &&
+		leaseSize(leases, int64(base)) == len(set)
 }

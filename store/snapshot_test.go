@@ -234,6 +234,10 @@ func TestSnapshotErrors(t *testing.T) {
 		{"empty log", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 0, later)), "snapshot is corrupt: bad log length"},
 		{"garbled log", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 2, later, 0xff, 0xff)), "snapshot is corrupt: bad log, in the record at byte 32"},
 		{"log base not its first entry", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 1, later, 2)), "snapshot is corrupt: bad log"},
+		{"empty lease set", rawSnapshot(record(byte(algo.KindLease), "k", uint64(later), 0, later)), "snapshot is corrupt: bad lease set length"},
+		{"lease set ends before its key", rawSnapshot(record(byte(algo.KindLease), "k", uint64(later), 3, later+1, 0, 2, 'x')), "snapshot is corrupt: bad lease set, in the record at byte 32"},
+		{"lease id past the set", rawSnapshot(record(byte(algo.KindLease), "k", uint64(later), 3, later, 0, 4, 'x')), "snapshot is corrupt: bad lease set"},
+		{"hex id not packed", rawSnapshot(record(byte(algo.KindLease), "k", uint64(later), 18, later, append([]byte{0, 32}, "0123456789abcdef"...)...)), "snapshot is corrupt: bad lease set"},
 		{"duplicate key", rawSnapshot(record(1, "k", 0, 1, later), record(1, "k", 0, 1, later)), `snapshot is corrupt: duplicate key "k", in the record at byte 59`},
 	}
 	for _, tt := range tests {
@@ -344,6 +348,15 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Add(valid[:len(valid)/2])
 	f.Add(rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 3, t0+2*sec, 0, 3, 4)))
 	f.Add(rawSnapshot(record(1, "k", 0, 0, t0+2*sec)))
+	leases := newStore(f, Config{Shards: 2})
+	for i, id := range []string{"", "own id", "0123456789abcdef"} {
+		r := algo.LeaseRequest{Limit: 3, Duration: int64(2+i) * sec}
+		if id != "" {
+			r.ID = []byte(id)
+		}
+		leases.Acquire([]byte("pool"), r, t0+int64(i))
+	}
+	f.Add(snapshotOf(f, leases, t0+sec))
 	f.Add([]byte(snapshotMagic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Mutations rarely keep a 64-bit checksum right: checked as is, then with the
@@ -372,6 +385,16 @@ func checkLoad(t *testing.T, data []byte) {
 				if _, err := s.Do(k, request(kind, 10, sec), t0+sec); err != nil {
 					t.Fatal(err)
 				}
+			}
+		}
+		_, keys := s.Scan(0, 1<<20, nil, algo.KindLease, t0+sec)
+		for _, k := range keys {
+			d, err := s.Acquire(k, algo.LeaseRequest{Limit: 100, Duration: sec}, t0+sec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.Release(k, d.ID, t0+sec); d.Acquired && (!ok || err != nil) {
+				t.Fatalf("release after loading: %v, %v", ok, err)
 			}
 		}
 		snapshotOf(t, s, t0+sec)

@@ -1,10 +1,13 @@
 // Package store keeps rlserver's limiter states: millions of keys, each with one
-// algorithm's state, in memory the garbage collector never has to scan.
+// algorithm's state (one algo.Kind: the six RL.* limiters, CL.THROTTLE, or a lease set
+// of RL.ACQUIRE), in memory the garbage collector never has to scan.
 //
 // Keys are spread over a power-of-two number of shards by their xxh3 hash. Each shard
 // has one mutex, and a command's whole read-decide-write happens under it, so every
-// command is atomic. Within a shard nothing holds a pointer per key (the layout of
-// VictoriaMetrics/fastcache): a slab of fixed 24-byte entries indexed by slot, an
+// command is atomic. RL.ALL (DoAll) takes the mutexes of all its keys' shards, in
+// ascending shard index so that calls sharing shards cannot deadlock, decides every
+// rule, and writes only if all admit. Within a shard nothing holds a pointer per key
+// (the layout of VictoriaMetrics/fastcache): a slab of fixed 24-byte entries indexed by slot, an
 // open-addressing index of uint64 buckets, key bytes in size-class chunks, and a
 // timing wheel (package ttl) that keeps each slot's deadline in its own index arrays.
 // A key is removed when its state is fresh again: lookups treat a key whose deadline
@@ -18,17 +21,27 @@
 //	key chunk    16.9 B  the key in a 16-byte class, pages and bitmaps
 //	index         9.6 B  one 8-byte bucket at load 0.68-0.85 (map[uint64]uint32: 36 B)
 //	wheel        17.1 B  deadline and two links: 16 B + growth slack
-//	total          69 B  for every kind but RL.LOG; Redis 7 through Lua: 122-159 B
+//	total          69 B  for every kind but RL.LOG and leases; Redis 7 through Lua: 122-159 B
 //	RL.LOG        406 B  at 100 entries 600 ms apart: key and 298-byte log in a 352-byte chunk
+//	leases        262 B  at 10 leases taken 10 ms apart with generated ids, 26 B a lease:
+//	                     10.9 B each encoded (leasecodec.go), the rest the key's own
+//	                     cost and chunk rounding; 32 B a lease at 100 a key
+//	                     (BenchmarkBytesPerLease). Redis 7's sorted set of the Lua
+//	                     script: 392 B for 10 (MEMORY USAGE), 31 B a lease at 100.
+//
+// RL.LOG's log and a lease set live in the key's chunk after the key (shard.placeTail):
+// word a holds the first entry's time or the first lease's deadline, b the chunk's size
+// class and the encoded length. A lease key's wheel deadline is its last lease's, so a
+// lease never released ends by itself and the key goes with its last lease.
 //
 // The floor of this layout is the key, the state and an exact deadline, 40 B; links,
 // index and key reference add 29. A Go map[string]*state costs about the same, 77 B,
 // but is 20M pointers at 10M keys: a full GC marks it in 2.1 s, against 9-12 ms for
 // the store (BenchmarkGC10M; the stop-the-world pauses are ~0.2 ms for both).
 //
-// Memory is reused, not returned, with two exceptions: key and log chunks are carved
-// from 16 KiB pages, and the empty pages at the end of a size class go back to the Go
-// heap (and from there to the OS); Flush drops everything. The slab, the index and the
+// Memory is reused, not returned, with two exceptions: key, log and lease chunks are
+// carved from 16 KiB pages, and the empty pages at the end of a size class go back to
+// the Go heap (and from there to the OS); Flush drops everything. The slab, the index and the
 // wheel's arrays keep their largest size, and freed slots and buckets are reused.
 //
 // All times are µs since the Unix epoch, passed in by the caller.
@@ -38,24 +51,29 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/ttl"
 	"github.com/zeebo/xxh3"
 )
 
-// Errors returned by Store.Do.
+// Errors returned by Store.Do, DoAll and the lease methods.
 var (
 	// ErrWrongType is returned when a key holds another algorithm's state.
 	ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
-	// ErrKeyTooLong is returned for a key longer than 512 MiB - 1 byte.
-	ErrKeyTooLong = errors.New("ERR key is longer than 536870911 bytes")
-	// ErrLogLimit is returned for an RL.LOG request whose limit is above the store's
-	// MaxLogLimit, which bounds a log's memory.
+	// ErrKeyTooLong is returned for a key longer than 256 MiB - 1 byte.
+	ErrKeyTooLong = errors.New("ERR key is longer than 268435455 bytes")
+	// ErrLogLimit is returned for an RL.LOG request or a lease set whose limit is above
+	// the store's MaxLogLimit, which bounds a log's memory.
 	ErrLogLimit = errors.New("ERR RL.LOG limit is above the server's max-log-limit")
 	// ErrOOM is returned under PolicyNoEviction for a request that would create a key
 	// past the memory budget; Redis's words, which clients recognise.
 	ErrOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
+	// ErrSameKey is returned by DoAll for two rules on one key: the rules would see
+	// each other's writes, and the reply could not say which rule consumed what.
+	ErrSameKey = errors.New("ERR RL.ALL names the same key in two rules")
 )
 
 const (
@@ -69,8 +87,9 @@ const (
 
 	maxShards   = 1 << 16
 	maxLogLimit = 10_000_000 // a full log of this many entries is ~30 MB
-	maxKeyLen   = 1<<29 - 1  // the key length field of an entry
-	kindShift   = 29
+	maxKeyLen   = 1<<28 - 1  // the key length field of an entry
+	kindShift   = 28         // four kind bits above it: kinds 1 to 8 and room for 7 more
+	kindCount   = int(algo.KindLease) + 1
 )
 
 // Config configures a Store.
@@ -94,11 +113,12 @@ type Config struct {
 // Stats is a snapshot of the store's counters.
 type Stats struct {
 	Keys    int
-	Bytes   int64     // bytes held by slabs, indexes, chunks, wheels and RL.LOG's scratch
-	Expired uint64    // keys removed because their state became fresh
-	Evicted uint64    // keys removed to stay within MaxMemory
-	Allowed [8]uint64 // per algo.Kind: calls answered allowed, PEEK included
-	Limited [8]uint64 // per algo.Kind: calls answered limited, PEEK included
+	Bytes   int64             // bytes held by slabs, indexes, chunks, wheels and RL.LOG's scratch
+	Expired uint64            // keys removed because their state became fresh
+	Evicted uint64            // keys removed to stay within MaxMemory
+	Changed uint64            // lease releases and renewals that changed a lease set
+	Allowed [kindCount]uint64 // per algo.Kind: calls answered allowed (leases: acquired), PEEK included
+	Limited [kindCount]uint64 // per algo.Kind: calls answered limited (leases: not acquired), PEEK included
 }
 
 // Store is a sharded in-memory store of limiter states. It is safe for concurrent use.
@@ -107,6 +127,7 @@ type Store struct {
 	mask        uint64
 	maxLogLimit int64
 	monotonic   bool
+	leaseSeq    atomic.Uint64 // the last generated lease id; starts at a random value
 }
 
 // New returns an empty Store, or an error saying which setting is out of range.
@@ -132,6 +153,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	s := &Store{shards: make([]shard, cfg.Shards), mask: uint64(cfg.Shards - 1), maxLogLimit: cfg.MaxLogLimit,
 		monotonic: cfg.MonotonicTime}
+	s.leaseSeq.Store(rand.Uint64())
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.onExpire = sh.expireSlot
@@ -152,55 +174,50 @@ func (s *Store) locate(key []byte, now int64) (*shard, uint32) {
 }
 
 // Do decides one request on key and stores the new state: the whole call is atomic.
-// A key whose state is fresh again after the call is removed.
+// A key whose state is fresh again after the call is removed. r.Kind is not KindLease.
 func (s *Store) Do(key []byte, r algo.Request, now int64) (algo.Decision, error) {
-	if len(key) > maxKeyLen {
-		return algo.Decision{}, ErrKeyTooLong
-	}
-	if r.Kind == algo.KindLog && r.Limit > s.maxLogLimit {
-		return algo.Decision{}, ErrLogLimit
+	if err := s.check(key, r); err != nil {
+		return algo.Decision{}, err
 	}
 	sh, tag := s.locate(key, now)
 	defer sh.mu.Unlock()
+	now = s.decideAt(sh, now)
+	d, _, err := sh.do(key, tag, r, now)
+	if err != nil {
+		return algo.Decision{}, err
+	}
+	sh.count(r.Kind, d.Allowed)
+	return d, nil
+}
+
+// check validates what the store bounds in a request on key.
+func (s *Store) check(key []byte, r algo.Request) error {
+	if len(key) > maxKeyLen {
+		return ErrKeyTooLong
+	}
+	if r.Kind == algo.KindLog && r.Limit > s.maxLogLimit {
+		return ErrLogLimit
+	}
+	return nil
+}
+
+// decideAt returns the time to decide at on the locked shard sh: now, or under
+// MonotonicTime no earlier than the shard last decided at.
+func (s *Store) decideAt(sh *shard, now int64) int64 {
 	if s.monotonic {
 		now = max(now, sh.latest)
 		sh.latest = now
 	}
-	pos, slot := sh.get(key, tag, now)
-	if pos >= 0 && sh.slab[slot].kind() != r.Kind {
-		return algo.Decision{}, ErrWrongType
-	}
-	var d algo.Decision
-	if r.Kind == algo.KindLog {
-		var err error
-		if d, err = sh.doLog(key, tag, pos, slot, r, now); err != nil {
-			return algo.Decision{}, err
-		}
+	return now
+}
+
+// count counts one answer of kind.
+func (sh *shard) count(kind algo.Kind, allowed bool) {
+	if allowed {
+		sh.allowed[kind]++
 	} else {
-		var a, b uint64
-		if pos >= 0 {
-			a, b = sh.slab[slot].a, sh.slab[slot].b
-		}
-		a, b, d = decide(r, a, b, now)
-		if d.Write && d.FreshAt <= now {
-			sh.removeFresh(pos, slot)
-		} else if d.Write {
-			if pos < 0 {
-				if err := sh.makeRoom(classFor(len(key)), now); err != nil {
-					return algo.Decision{}, err
-				}
-				slot = sh.create(key, tag, r.Kind, classFor(len(key)))
-			}
-			sh.slab[slot].a, sh.slab[slot].b = a, b
-			sh.wheel.Schedule(slot, d.FreshAt)
-		}
+		sh.limited[kind]++
 	}
-	if d.Allowed {
-		sh.allowed[r.Kind]++
-	} else {
-		sh.limited[r.Kind]++
-	}
-	return d, nil
 }
 
 // Delete removes key and reports whether it held a state.
@@ -248,7 +265,7 @@ func (s *Store) TTL(key []byte, now int64) (int64, bool) {
 }
 
 // MemoryUsage returns the bytes key costs: its 24-byte entry, its chunk (the key, and
-// an RL.LOG key's log, rounded up to the chunk's size class), its share of the index
+// an RL.LOG key's log or a lease key's set, rounded up to the chunk's size class), its share of the index
 // (8 bytes over the shard's load factor) and its deadline and links in the wheel
 // (ttl.BytesPerID). False if key holds no state.
 func (s *Store) MemoryUsage(key []byte, now int64) (int64, bool) {
@@ -369,6 +386,7 @@ func (s *Store) Stats() Stats {
 		st.Bytes += sh.bytes()
 		st.Expired += sh.expired
 		st.Evicted += sh.evicted
+		st.Changed += sh.changed
 		for k := range st.Allowed {
 			st.Allowed[k] += sh.allowed[k]
 			st.Limited[k] += sh.limited[k]

@@ -355,7 +355,7 @@ func TestExpiryRemovesAtFreshAt(t *testing.T) {
 func TestManyKeysTotals(t *testing.T) {
 	s := newStore(t, Config{})
 	rng := rand.New(rand.NewPCG(3, 4))
-	var allowed, limited [8]uint64
+	var allowed, limited [kindCount]uint64
 	live := map[string]int64{} // key → FreshAt
 	var lastFresh int64
 	now := t0

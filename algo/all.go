@@ -1,0 +1,110 @@
+package algo
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// Rule is one rule of RL.ALL: a key and the request to decide on it.
+type Rule struct {
+	Key []byte
+	Req Request
+}
+
+// MaxRules is the most rules one RL.ALL call may name: a call locks the shards of all
+// its keys at once, and the bound keeps one call from holding them for long.
+const MaxRules = 64
+
+const (
+	allExpected  = "expected FIXED, SLIDE, LOG, TOKEN, GCRA or LEAKY"
+	maxShownAlgo = 32 // an unknown ALGO word longer than this is not echoed in the error
+)
+
+// allKinds maps RL.ALL's ALGO words to kinds; CL.THROTTLE has none.
+var allKinds = [...]struct {
+	word string
+	kind Kind
+}{{"FIXED", KindFixed}, {"SLIDE", KindSlide}, {"LOG", KindLog}, {"TOKEN", KindToken}, {"GCRA", KindGCRA}, {"LEAKY", KindLeaky}}
+
+// allKind returns the kind an ALGO word names, in any case, or 0.
+func allKind(word []byte) Kind {
+	for _, a := range allKinds {
+		if bytes.EqualFold(word, []byte(a.word)) {
+			return a.kind
+		}
+	}
+	return 0
+}
+
+// ParseAll parses RL.ALL's arguments, those after the command name:
+//
+//	<ALGO> key limit window_ms [option ...] [<ALGO> key limit window_ms [option ...] ...]
+//
+// Each rule's arguments after the key are parsed by Parse, so their errors are the
+// single command's. An ALGO word where an option could start (not where an option's
+// value is expected) starts the next rule. PEEK in any rule applies to the whole call:
+// it is set on every rule's Req. That two rules name the same key is the store's check
+// (it compares keys anyway); ParseAll does not look. The rules' keys alias args.
+// Errors are complete Redis error lines.
+func ParseAll(args [][]byte, maxLogLimit int64) ([]Rule, error) {
+	if len(args) == 0 {
+		return nil, errAllArity
+	}
+	kind := allKind(args[0])
+	if kind == 0 {
+		w := args[0]
+		if len(w) > maxShownAlgo || bytes.ContainsAny(w, "\r\n") {
+			return nil, errAllUnknown
+		}
+		return nil, fmt.Errorf("ERR unknown algorithm '%s' in RL.ALL: %s", w, allExpected)
+	}
+	var rules []Rule
+	peek := false
+	for i := 0; i < len(args); {
+		if len(rules) == MaxRules {
+			return nil, errAllTooMany
+		}
+		if len(args)-i < 4 {
+			return nil, errAllArity
+		}
+		key := args[i+1]
+		end := i + 4
+		for end < len(args) && allKind(args[end]) == 0 {
+			if takesValue(kind, args[end]) {
+				end++ // its value, whatever it spells
+			}
+			end++
+		}
+		end = min(end, len(args))
+		r, err := Parse(kind, args[i+2:end], maxLogLimit)
+		if err != nil {
+			return nil, err
+		}
+		peek = peek || r.Peek
+		rules = append(rules, Rule{Key: key, Req: r})
+		if i = end; i < len(args) {
+			kind = allKind(args[i])
+		}
+	}
+	for i := range rules {
+		rules[i].Req.Peek = peek
+	}
+	return rules, nil
+}
+
+// takesValue reports whether opt is an option of kind's command that is followed by a
+// value: COST, and RATE, BURST or QUEUE for the algorithm that takes it. Another word
+// is PEEK or a syntax error that Parse reports.
+func takesValue(kind Kind, opt []byte) bool {
+	switch {
+	case bytes.EqualFold(opt, []byte("COST")):
+		return true
+	case kind == KindToken:
+		return bytes.EqualFold(opt, []byte("RATE"))
+	case kind == KindGCRA:
+		return bytes.EqualFold(opt, []byte("BURST"))
+	case kind == KindLeaky:
+		return bytes.EqualFold(opt, []byte("QUEUE"))
+	}
+	return false
+}

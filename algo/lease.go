@@ -1,0 +1,208 @@
+package algo
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// maxLeaseID bounds a lease id given with ID: an id is stored with every lease.
+const maxLeaseID = 128
+
+// Lease is one lease of an RL.ACQUIRE key. A key's leases are kept sorted by Deadline,
+// soonest first.
+type Lease struct {
+	Deadline int64  // µs: the lease is live while now < Deadline
+	ID       []byte // 1 to 128 bytes, unique among the key's live leases
+}
+
+// LeaseRequest is one parsed RL.ACQUIRE.
+type LeaseRequest struct {
+	Limit    int64  // the most live leases the key may hold; below 1 nothing is ever acquired
+	Duration int64  // µs: lease_ms·1000; a lease acquired at now lives until now + Duration
+	ID       []byte // the ID option's id; nil: the store generates one
+}
+
+// LeaseDecision is the answer to one RL.ACQUIRE: its wire fields, and FreshAt.
+type LeaseDecision struct {
+	Acquired   bool   // field 1
+	Limit      int64  // field 2
+	Remaining  int64  // field 3: limit minus the live leases after the call, at least 0
+	RetryAfter int64  // field 4, ms: 0 when acquired, else until a place is free
+	ID         []byte // field 5: the lease's id when acquired, nil when not
+	// FreshAt is the latest live lease's deadline after the call, when the key goes;
+	// <= now if no lease is live.
+	FreshAt int64
+}
+
+// ParseAcquire reads RL.ACQUIRE's arguments after the key: limit lease_ms [ID id]. The
+// limit is at most maxLogLimit (capped at 1e9), since a lease set's memory grows with
+// it as a log's does; lease_ms is at most a year; the ID option's keyword is
+// case-insensitive, its id binary-safe, 1 to 128 bytes, and any other option is
+// "ERR syntax error". The ID aliases args. Errors are complete Redis error lines.
+func ParseAcquire(args [][]byte, maxLogLimit int64) (LeaseRequest, error) {
+	if len(args) < 2 {
+		return LeaseRequest{}, errArity[KindLease]
+	}
+	var r LeaseRequest
+	maxL := min(maxLogLimit, maxLimit)
+	var ok bool
+	if r.Limit, ok = parseRange(args[0], 1, maxL); !ok {
+		return LeaseRequest{}, fmt.Errorf("ERR limit must be an integer between 1 and %d", maxL)
+	}
+	if r.Duration, ok = parseLeaseMs(args[1]); !ok {
+		return LeaseRequest{}, errLeaseMs
+	}
+	for i := 2; i < len(args); i += 2 {
+		if !bytes.EqualFold(args[i], []byte("ID")) || i+1 == len(args) {
+			return LeaseRequest{}, errSyntax
+		}
+		if id := args[i+1]; len(id) == 0 || len(id) > maxLeaseID {
+			return LeaseRequest{}, errLeaseID
+		}
+		r.ID = args[i+1]
+	}
+	return r, nil
+}
+
+// ParseRenew reads RL.RENEW's arguments after the key: lease_id lease_ms, and returns
+// the id and the duration in µs. Any id is accepted: one that names no live lease
+// answers 0, as RL.RELEASE's does.
+func ParseRenew(args [][]byte) (id []byte, duration int64, err error) {
+	if len(args) != 2 {
+		return nil, 0, errRenewArity
+	}
+	duration, ok := parseLeaseMs(args[1])
+	if !ok {
+		return nil, 0, errLeaseMs
+	}
+	return args[0], duration, nil
+}
+
+// parseLeaseMs reads lease_ms, 1 ms to a year, and returns it in µs.
+func parseLeaseMs(b []byte) (int64, bool) {
+	ms, ok := parseRange(b, 1, maxWindowMs)
+	return ms * 1000, ok
+}
+
+// Acquire decides one RL.ACQUIRE on a key's leases, sorted by deadline; newID is the
+// id of a new lease when r.ID is nil. Leases whose deadline is at or before now have
+// ended and count for nothing.
+//
+// A live lease with id r.ID is extended to now + r.Duration, taking no second place
+// (an idempotent retry). Otherwise a new lease is taken if fewer than r.Limit are live.
+// Otherwise nothing changes, and RetryAfter is the ms until enough leases end that
+// fewer than r.Limit are live: the earliest deadline, or a later one if the limit was
+// lowered below the live count.
+//
+// When acquired, the result is the live leases with this one, still sorted, built in
+// place in leases' backing array (the store passes a scratch buffer); the lease's ID
+// aliases r.ID or newID. When not, leases is returned as it came.
+func Acquire(leases []Lease, r LeaseRequest, newID []byte, now int64) ([]Lease, LeaseDecision) {
+	live := liveLeases(leases, now)
+	d := LeaseDecision{Limit: r.Limit}
+	deadline := now + r.Duration
+	switch i := indexOfLease(live, r.ID); {
+	case r.Limit < 1:
+		d.RetryAfter = -1 // never, as for a cost above the limit
+		d.FreshAt = lastDeadline(live, now)
+		return leases, d
+	case i >= 0:
+		d.Acquired, d.ID = true, live[i].ID
+		leases = moveLease(dropEnded(leases, live), i, deadline)
+	case int64(len(live)) < r.Limit:
+		id := r.ID
+		if id == nil {
+			id = newID
+		}
+		d.Acquired, d.ID = true, id
+		leases = insertLease(dropEnded(leases, live), Lease{Deadline: deadline, ID: id})
+	default:
+		// Fewer than Limit are live once live[n-Limit] has ended.
+		d.RetryAfter = msCeilInt(live[int64(len(live))-r.Limit].Deadline - now)
+		d.FreshAt = lastDeadline(live, now)
+		return leases, d
+	}
+	d.Remaining = max(0, r.Limit-int64(len(leases)))
+	d.FreshAt = leases[len(leases)-1].Deadline
+	return leases, d
+}
+
+// Release removes the live lease with id and reports whether there was one. When it
+// removes, the result is the remaining live leases, built in place; when not, leases
+// is returned as it came.
+func Release(leases []Lease, id []byte, now int64) ([]Lease, bool) {
+	live := liveLeases(leases, now)
+	i := indexOfLease(live, id)
+	if i < 0 {
+		return leases, false
+	}
+	leases = dropEnded(leases, live)
+	return append(leases[:i], leases[i+1:]...), true
+}
+
+// Renew sets the deadline of the live lease with id to now + duration and reports
+// whether there was one; an ended lease is not revived. When it renews, the result is
+// the live leases, sorted, built in place; when not, leases is returned as it came.
+func Renew(leases []Lease, id []byte, duration, now int64) ([]Lease, bool) {
+	live := liveLeases(leases, now)
+	i := indexOfLease(live, id)
+	if i < 0 {
+		return leases, false
+	}
+	return moveLease(dropEnded(leases, live), i, now+duration), true
+}
+
+// liveLeases returns the leases whose deadline is after now: a suffix, as they are sorted.
+func liveLeases(leases []Lease, now int64) []Lease {
+	first := 0
+	for first < len(leases) && leases[first].Deadline <= now {
+		first++
+	}
+	return leases[first:]
+}
+
+// lastDeadline returns the latest deadline of live, sorted leases, or now if none.
+func lastDeadline(live []Lease, now int64) int64 {
+	if len(live) == 0 {
+		return now
+	}
+	return live[len(live)-1].Deadline
+}
+
+// dropEnded moves live, a suffix of leases, to the front of leases' backing array.
+func dropEnded(leases, live []Lease) []Lease {
+	return leases[:copy(leases, live)]
+}
+
+// indexOfLease returns the index of the lease with id, or -1; a nil id is none.
+func indexOfLease(leases []Lease, id []byte) int {
+	if id == nil {
+		return -1
+	}
+	for i, l := range leases {
+		if bytes.Equal(l.ID, id) {
+			return i
+		}
+	}
+	return -1
+}
+
+// moveLease sets lease i's deadline and moves it to its sorted place.
+func moveLease(leases []Lease, i int, deadline int64) []Lease {
+	l := leases[i]
+	l.Deadline = deadline
+	leases = append(leases[:i], leases[i+1:]...)
+	return insertLease(leases, l)
+}
+
+// insertLease inserts l after the leases whose deadline is at or before its own.
+func insertLease(leases []Lease, l Lease) []Lease {
+	j := len(leases)
+	for j > 0 && leases[j-1].Deadline > l.Deadline {
+		j--
+	}
+	leases = append(leases, Lease{})
+	copy(leases[j+1:], leases[j:])
+	leases[j] = l
+	return leases
+}
