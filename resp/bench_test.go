@@ -18,6 +18,8 @@ func BenchmarkServer(b *testing.B) {
 		{"RL.TOKEN", "RL.TOKEN user:%d 100 1000"},
 		{"RL.GCRA", "RL.GCRA user:%d 100 1000"},
 		{"RL.LOG", "RL.LOG user:%d 100 1000"},
+		// The two commands above in one all-or-nothing call: against their sum.
+		{"RL.ALL-2", "RL.ALL TOKEN user:%[1]d 100 1000 GCRA ip:%[1]d 100 1000"},
 		{"PING", "PING"},
 	} {
 		for _, depth := range []int{1, 16} {
@@ -50,8 +52,11 @@ func benchPipeline(b *testing.B, format string, depth int) {
 	}
 	// Replies of a pipeline are read whole: count the lines, 6 per RL.* reply.
 	linesPerReply := 6
-	if format == "PING" {
+	switch {
+	case format == "PING":
 		linesPerReply = 1
+	case strings.HasPrefix(format, "RL.ALL"): // the array, allowed, then each rule's six
+		linesPerReply = 2 + 6*strings.Count(format, "%[1]d")
 	}
 	rd := make([]byte, 64<<10)
 	b.ReportAllocs()

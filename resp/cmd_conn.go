@@ -105,7 +105,7 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 	c.w.WriteBulkString("id")
 	c.w.WriteInt64(c.id)
 	c.w.WriteBulkString("mode")
-	c.w.WriteBulkString("standalone")
+	c.w.WriteBulkString(s.redisMode())
 	c.w.WriteBulkString("role")
 	c.w.WriteBulkString("master")
 	c.w.WriteBulkString("modules")

@@ -318,7 +318,7 @@ func (s *Server) configParams() [][2]string {
 		{"tls-cert-file", s.cfg.TLSCertFile},
 		{"tls-key-file", s.cfg.TLSKeyFile},
 		{"protected-mode", "no"},
-		{"cluster-enabled", "no"},
+		{"cluster-enabled", yesNo[s.cfg.Cluster != nil]},
 		{"enable-debug-command", yesNo[s.cfg.EnableDebugCommand]},
 		{"shards", strconv.Itoa(s.cfg.Shards)},
 		{"max-log-limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10)},
@@ -345,7 +345,7 @@ func cmdConfigGet(s *Server, c *client, args [][]byte, _ int64) {
 }
 
 // infoSections are INFO's sections, in order.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "cluster", "keyspace"}
 
 // cmdInfo serves INFO [section ...]: the named sections ("all", "everything" and
 // "default" name all of them), as one bulk string in Redis's "key:value" format.
@@ -394,7 +394,7 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 		return [][2]string{
 			{"redis_version", redisVersion},
 			{"rlserver_version", Version},
-			{"redis_mode", "standalone"},
+			{"redis_mode", s.redisMode()},
 			{"os", runtime.GOOS + " " + runtime.GOARCH},
 			{"arch_bits", strconv.Itoa(strconv.IntSize)},
 			{"go_version", runtime.Version()},
@@ -441,13 +441,15 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 			{"expired_keys", utoa(st.Expired)},
 			{"evicted_keys", utoa(st.Evicted)},
 		}
-		for k := algo.KindFixed; k <= algo.KindThrottle; k++ {
+		for k := algo.KindFixed; k <= algo.KindLease; k++ {
 			name := strings.ReplaceAll(k.Command(), ".", "_")
 			kv = append(kv,
 				[2]string{name + "_allowed", utoa(st.Allowed[k])},
 				[2]string{name + "_limited", utoa(st.Limited[k])})
 		}
 		return kv
+	case "cluster":
+		return [][2]string{{"cluster_enabled", boolDigit(s.cfg.Cluster != nil)}}
 	case "keyspace":
 		// Every key expires on its own when its state is fresh again, so keys = expires.
 		if n := s.store.Len(now); n > 0 {

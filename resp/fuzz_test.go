@@ -62,7 +62,7 @@ func fuzzServer(f *testing.F) (*testServer, *panicLog) {
 // state is what must not change when a request is refused.
 type state struct {
 	keys             int
-	allowed, limited [8]uint64
+	allowed, limited [9]uint64 // store.Stats, per algo.Kind
 }
 
 func (ts *testServer) state() state {
@@ -113,7 +113,8 @@ func FuzzCommand(f *testing.F) {
 	names := fuzzable()
 	for i := range names {
 		for _, args := range []string{"", "f", "f\x005\x001000", "k\x00-1\x00abc", "t\x0010\x001000\x00COST\x000\x00PEEK",
-			"x\x009223372036854775807\x001\x00RATE", "*\x00COUNT\x00-5"} {
+			"x\x009223372036854775807\x001\x00RATE", "*\x00COUNT\x00-5",
+			"FIXED\x00a\x005\x001000\x00TOKEN\x00t\x001\x001000\x00PEEK", "q\x002\x001000\x00ID\x00w1"} {
 			f.Add(uint16(i), []byte(args))
 		}
 	}

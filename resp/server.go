@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/store"
 	"github.com/tidwall/redcon"
 )
@@ -89,6 +90,12 @@ type Config struct {
 	// SnapshotIgnoreCorrupt starts the server empty, with a warning, when the snapshot
 	// is corrupt or of an unknown version, instead of refusing to start.
 	SnapshotIgnoreCorrupt bool
+
+	// Cluster, if set, makes the server one node of a Redis Cluster: it runs a
+	// command with keys only when they hash to one of its own slots, answers
+	// MOVED or CROSSSLOT otherwise, and serves CLUSTER SLOTS and the like. Nil:
+	// standalone.
+	Cluster *cluster.Topology
 }
 
 // Errors returned by Server methods.
@@ -405,6 +412,16 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 	if !c.authed && !cm.noAuth {
 		c.writeError(errNoAuth)
 		return
+	}
+	// Only cluster mode pays for the slot check: 9-17 ns for an RL.TOKEN
+	// (BenchmarkClusterRedirect), mostly the key's CRC16; a 16-deep pipeline of
+	// RL.TOKEN over loopback takes 2.44 µs a command instead of 2.40 (medians of 10,
+	// BenchmarkClusterCheck). Standalone, one comparison.
+	if s.cfg.Cluster != nil && (cm.firstKey != 0 || cm.keys != nil) {
+		if msg := s.clusterRedirect(cm, args); msg != "" {
+			c.writeError(msg)
+			return
+		}
 	}
 	c.last.Store(cm)
 	if !s.metrics.timeThisOne() {

@@ -46,15 +46,16 @@ func calls(st store.Stats) uint64 {
 	return n
 }
 
-// changesSinceSave counts the limiter calls (PEEK included) and deletions since the
-// last save. Deletions are the keys gone other than by expiry or eviction; every
-// key that appears comes with a call, so a change of state shows in one or the other.
+// changesSinceSave counts the limiter calls (PEEK included), lease releases and
+// renewals, and deletions since the last save. Deletions are the keys gone other than
+// by expiry or eviction; every key that appears comes with a call, so a change of
+// state shows in one or another.
 func (s *Server) changesSinceSave() uint64 {
 	st := s.store.Stats()
 	s.persist.mu.Lock()
 	mark := s.persist.mark
 	s.persist.mu.Unlock()
-	n := calls(st) - calls(mark)
+	n := calls(st) - calls(mark) + st.Changed - mark.Changed
 	gone := int64(mark.Keys) - int64(st.Keys) - int64(st.Expired-mark.Expired) - int64(st.Evicted-mark.Evicted)
 	return n + uint64(max(gone, 0))
 }

@@ -116,6 +116,13 @@ func TestSaveAndLastSave(t *testing.T) {
 		{"SAVE", "0", "1", "0"},
 		{"DEL a", "1", "1", "0"},
 		{"SAVE", "0", "2", "0"},
+		{"RL.ACQUIRE l 2 60000 ID x", "1", "2", "0"},
+		{"RL.ACQUIRE l 2 60000 ID y", "2", "2", "0"},
+		{"SAVE", "0", "3", "0"},
+		{"RL.RENEW l x 90000", "1", "3", "0"}, // keeps the key: counted by the store
+		{"RL.RELEASE l x", "2", "3", "0"},
+		{"RL.RELEASE l nobody", "2", "3", "0"}, // changes nothing
+		{"RL.RELEASE l y", "3", "3", "0"},      // the last lease: the key goes
 	} {
 		do(rdb, step.cmd)
 		for field, want := range map[string]string{"rdb_changes_since_last_save": step.changes,

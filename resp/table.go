@@ -26,6 +26,9 @@ type command struct {
 	doc                        string     // longer text for docs/commands.md (markdown)
 	examples                   []example  // for docs/commands.md; a test replays them
 	run                        func(s *Server, c *client, args [][]byte, now int64)
+	// keys finds the keys of a command whose keys move ("movablekeys": RL.ALL), for
+	// cluster mode's slot check; nil: firstKey, lastKey and keyStep say where they are.
+	keys func(args [][]byte) [][]byte
 
 	// Filled in by init.
 	full     string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand
@@ -49,7 +52,7 @@ type arg struct {
 // whose clock stands at the start of a day (so windows start now).
 type example struct {
 	command string // as typed in redis-cli
-	reply   string // the reply's integers, space-separated
+	reply   string // the reply: an array's elements space-separated (a nested array in brackets), or one integer
 }
 
 // Command groups, as COMMAND DOCS reports them.
@@ -85,6 +88,29 @@ func limiterArgs(limit string, option *arg) []arg {
 		arg{name: "peek", typ: "pure-token", token: "PEEK", optional: true},
 	)
 }
+
+// allArgs are RL.ALL's arguments: one or more rules, each an algorithm word, its
+// command's positional arguments and its options; PEEK may come among any rule's.
+var allArgs = []arg{{name: "rule", typ: "block", multiple: true, args: []arg{
+	{name: "algorithm", typ: "oneof", args: []arg{
+		{name: "fixed", typ: "pure-token", token: "FIXED"},
+		{name: "slide", typ: "pure-token", token: "SLIDE"},
+		{name: "log", typ: "pure-token", token: "LOG"},
+		{name: "token", typ: "pure-token", token: "TOKEN"},
+		{name: "gcra", typ: "pure-token", token: "GCRA"},
+		{name: "leaky", typ: "pure-token", token: "LEAKY"},
+	}},
+	{name: "key", typ: "key"},
+	{name: "limit", typ: "integer"},
+	{name: "window_ms", typ: "integer"},
+	{name: "option", typ: "oneof", optional: true, multiple: true, args: []arg{
+		{name: "cost", typ: "integer", token: "COST"},
+		{name: "rate", typ: "integer", token: "RATE"},
+		{name: "burst", typ: "integer", token: "BURST"},
+		{name: "queue", typ: "integer", token: "QUEUE"},
+		{name: "peek", typ: "pure-token", token: "PEEK"},
+	}},
+}}}
 
 var (
 	flagsLimiter = []string{"write", "fast"}
@@ -218,6 +244,98 @@ func init() {
 			},
 			run: limiter(algo.KindThrottle),
 		},
+		{
+			// The keys sit among the rules' other arguments: movablekeys, as Redis marks
+			// such commands; firstKey is where the first rule's key always is.
+			name: "rl.all", arity: -5, flags: []string{"write", "fast", "movablekeys"}, firstKey: 2, lastKey: 2, keyStep: 1,
+			summary:    "Several limits at once, all or nothing: every rule consumes if every rule admits, else none does.",
+			group:      groupRateLimit,
+			complexity: "O(n) in the rules, each as its own command",
+			args:       allArgs,
+			doc: "Each rule is an algorithm (FIXED, SLIDE, LOG, TOKEN, GCRA or LEAKY), then that command's " +
+				"key, limit and window_ms, then its options (COST, RATE, BURST, QUEUE), in any order; the " +
+				"next algorithm word starts the next rule. At most 64 rules, each on its own key. `PEEK` " +
+				"may come among any rule's options and applies to the whole call. The reply is `allowed` " +
+				"(1 if every rule admits), then each rule's five fields in order. If every rule admits, " +
+				"all consume and each shows its own answer. If one refuses (or PEEK), nothing is written " +
+				"anywhere and each rule shows what it alone would answer with PEEK: the refusing rule its " +
+				"`retry_after_ms`, the others the remaining they would leave. So a request denied by the " +
+				"third limit has not consumed from the first two. The store locks the rules' shards in " +
+				"ascending order and decides them all under those locks. Errors are the single commands' " +
+				"errors, plus `ERR RL.ALL names the same key in two rules`, `ERR RL.ALL takes at most 64 " +
+				"rules` and `ERR unknown algorithm ...`; nothing changes on any of them.",
+			examples: []example{
+				{"RL.ALL FIXED user:frank 100 60000 TOKEN ip:10.0.0.1 2 1000", "1 [1 100 99 0 60000] [1 2 1 0 500]"},
+				{"RL.ALL FIXED user:frank 100 60000 TOKEN ip:10.0.0.1 2 1000", "1 [1 100 98 0 60000] [1 2 0 0 1000]"},
+				{"RL.ALL FIXED user:frank 100 60000 TOKEN ip:10.0.0.1 2 1000", "0 [1 100 97 0 60000] [0 2 0 500 1000]"},
+			},
+			keys: allKeys,
+			run:  cmdAll,
+		},
+		{
+			name: "rl.acquire", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Take one of limit concurrent leases on the key for lease_ms; answers acquired, limit, remaining, retry_after_ms and the lease id.",
+			group:      groupRateLimit,
+			complexity: "O(n) in the key's live leases",
+			args: []arg{
+				{name: "key", typ: "key"},
+				{name: "limit", typ: "integer"},
+				{name: "lease_ms", typ: "integer"},
+				{name: "id", typ: "string", token: "ID", optional: true},
+			},
+			doc: "A concurrency limit that survives crashes: at most `limit` leases live at once, and " +
+				"each ends by itself `lease_ms` after it was taken or renewed, so a process that dies " +
+				"holding one leaks nothing for longer than that. The reply is `[acquired, limit, " +
+				"remaining, retry_after_ms, lease_id]`: `remaining` is the free places after the call, " +
+				"`retry_after_ms` (when not acquired) the time until a place frees (the earliest lease's " +
+				"end; a later one when the limit was lowered below the live leases), `lease_id` " +
+				"the lease's id (a null when not acquired). Without `ID`, the server makes one of 16 hex " +
+				"digits; with `ID id` (1 to 128 bytes) a retry of the same acquire finds its lease live and " +
+				"extends it instead of taking a second place. `limit` is 1 to the server's " +
+				"`-max-log-limit` (a lease costs memory as a log entry does), `lease_ms` 1 to 31536000000. " +
+				"The key goes with its last lease; `TYPE` answers `rl.lease`, `PTTL` the time to the last " +
+				"lease's end.",
+			examples: []example{
+				{"RL.ACQUIRE jobs:export 2 30000 ID w1", "1 2 1 0 w1"},
+				{"RL.ACQUIRE jobs:export 2 30000 ID w2", "1 2 0 0 w2"},
+				{"RL.ACQUIRE jobs:export 2 30000 ID w3", "0 2 0 30000 (nil)"},
+			},
+			run: cmdAcquire,
+		},
+		{
+			name: "rl.release", arity: 3, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "End a lease taken by RL.ACQUIRE: 1 if it was live, else 0.",
+			group:      groupRateLimit,
+			complexity: "O(n) in the key's live leases",
+			args:       []arg{{name: "key", typ: "key"}, {name: "lease_id", typ: "string"}},
+			doc: "Frees the lease's place at once. An unknown id, a lease that already ended, or an " +
+				"absent key answer 0; the key goes with its last lease.",
+			examples: []example{
+				{"RL.ACQUIRE lock:report 1 10000 ID a", "1 1 0 0 a"},
+				{"RL.RELEASE lock:report a", "1"},
+				{"RL.RELEASE lock:report a", "0"},
+			},
+			run: cmdRelease,
+		},
+		{
+			name: "rl.renew", arity: 4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Extend a live lease to end lease_ms from now: 1 if it was live, else 0.",
+			group:      groupRateLimit,
+			complexity: "O(n) in the key's live leases",
+			args: []arg{
+				{name: "key", typ: "key"},
+				{name: "lease_id", typ: "string"},
+				{name: "lease_ms", typ: "integer"},
+			},
+			doc: "For work that runs longer than its lease: renew before the lease ends. A lease that " +
+				"already ended is not revived (0): its place may have been taken meanwhile.",
+			examples: []example{
+				{"RL.ACQUIRE lock:sync 1 10000 ID b", "1 1 0 0 b"},
+				{"RL.RENEW lock:sync b 60000", "1"},
+				{"RL.RENEW lock:sync c 60000", "0"},
+			},
+			run: cmdRenew,
+		},
 
 		{
 			name: "rl.reset", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, keyStep: 1,
@@ -249,7 +367,7 @@ func init() {
 		},
 		{
 			name: "type", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
-			summary: "Name the algorithm whose state the key holds (rl.token, rl.log, ..., cl.throttle), or none.",
+			summary: "Name the algorithm whose state the key holds (rl.token, rl.log, ..., cl.throttle, rl.lease), or none.",
 			group:   groupGeneric, complexity: "O(1)",
 			args: []arg{{name: "key", typ: "key"}},
 			run:  cmdType,
@@ -552,6 +670,73 @@ func init() {
 				}},
 			},
 			run: cmdDebug,
+		},
+
+		{
+			name: "cluster", arity: -2,
+			summary: "A container for cluster commands: what Redis Cluster clients ask to find the node of a key.",
+			group:   groupServer,
+			subs: []*command{
+				{
+					name: "info", arity: 2, flags: []string{"loading", "stale"},
+					summary: "Describe the cluster in CLUSTER INFO's lines: state ok, every slot assigned, the node count and epochs.",
+					group:   groupServer, complexity: "O(1)",
+					run: cmdClusterInfo,
+				},
+				{
+					name: "keyslot", arity: 3, flags: []string{"loading", "stale"},
+					summary: "Answer the key's hash slot: CRC16 of the key, or of its {hash tag}, modulo 16384.",
+					group:   groupServer, complexity: "O(n) in the key's length",
+					args: []arg{{name: "key", typ: "string"}},
+					run:  cmdClusterKeySlot,
+				},
+				{
+					name: "myid", arity: 2, flags: []string{"loading", "stale"},
+					summary: "Answer this node's id: the SHA-1 of its host:port in -cluster-nodes, in hex.",
+					group:   groupServer, complexity: "O(1)",
+					run: cmdClusterMyID,
+				},
+				{
+					name: "nodes", arity: 2, flags: []string{"loading", "stale"},
+					summary: "Describe every node in Redis's CLUSTER NODES lines: id, address, flags, epoch, slots.",
+					group:   groupServer, complexity: "O(n) in the nodes",
+					run: cmdClusterNodes,
+				},
+				{
+					name: "shards", arity: 2, flags: []string{"loading", "stale"},
+					summary: "Describe every shard, one node each: its slots and the node's id, address, role and health.",
+					group:   groupServer, complexity: "O(n) in the nodes",
+					run: cmdClusterShards,
+				},
+				{
+					name: "slots", arity: 2, flags: []string{"loading", "stale"},
+					summary: "Map slot ranges to nodes: first slot, last slot, [host, port, id]; cluster clients route by it.",
+					group:   groupServer, complexity: "O(n) in the nodes",
+					doc: "Cluster mode: start every node with the same `-cluster-nodes host:port,host:port,...` " +
+						"and its own index in that list as `-cluster-self`. The 16384 slots are split evenly in " +
+						"the order given, or as given (`host:port@first-last` for every node). A node runs a " +
+						"command only when its keys hash to one of its own slots; it answers " +
+						"`MOVED <slot> <host>:<port>` for another node's key and `CROSSSLOT Keys in request " +
+						"don't hash to the same slot` for keys of several slots (DEL, EXISTS, RL.ALL: give related " +
+						"keys one `{hash tag}`). Commands without keys (SCAN, DBSIZE, FLUSHALL, ...) work on the " +
+						"node's own keys. The topology is static: the nodes never talk, and resharding is a " +
+						"restart with a new one. Without cluster mode, every CLUSTER subcommand, READONLY and " +
+						"READWRITE answer `ERR This instance has cluster support disabled`.",
+					run: cmdClusterSlots,
+				},
+			},
+		},
+		{
+			name: "readonly", arity: 1, flags: []string{"fast", "loading", "stale"},
+			summary: "Allow reads from replicas, as cluster clients ask: there are none, so only OK (cluster mode).",
+			group:   groupConnection, complexity: "O(1)",
+			run: cmdReadWrite,
+		},
+		{
+			name: "readwrite", arity: 1, flags: []string{"fast", "loading", "stale"},
+			summary: "Stop reading from replicas, as cluster clients ask: there are none, so only OK (cluster mode).",
+			group:   groupConnection, complexity: "O(1)",
+			run: cmdReadWrite,
 		},
 	}
 	commandIndex = make(map[string]*command, len(commands))
