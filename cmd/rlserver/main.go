@@ -15,9 +15,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
 )
@@ -45,8 +47,11 @@ type options struct {
 	tlsAddr string
 	// metricsAddr serves Prometheus's /metrics over HTTP; empty: off.
 	metricsAddr string
-	level       slog.Level
-	cfg         resp.Config
+	// clusterNodes and clusterSelf are -cluster-nodes (empty: standalone) and -cluster-self.
+	clusterNodes string
+	clusterSelf  int
+	level        slog.Level
+	cfg          resp.Config
 }
 
 // parseFlags reads the command line. On error it has printed the message and the
@@ -73,6 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.cfg.SnapshotInterval, "snapshot-interval", resp.DefaultSnapshotInterval, "how often a changed store is saved to -snapshot")
 	fs.BoolVar(&o.cfg.SnapshotIgnoreCorrupt, "snapshot-ignore-corrupt", false, "start empty, with a warning, when the -snapshot file is corrupt, instead of refusing to start")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics on /metrics; empty: off")
+	fs.StringVar(&o.clusterNodes, "cluster-nodes", "", "cluster mode: every node's `host:port` (or host:port@first-last slots), comma-separated, the same list on every node; empty: standalone")
+	fs.IntVar(&o.clusterSelf, "cluster-self", 0, "cluster mode: this node's `index` in -cluster-nodes, from 0")
 	fs.TextVar(&o.level, "loglevel", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (any case)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: rlserver [flags]\n\n"+
@@ -103,6 +110,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 // client sends SHUTDOWN.
 func run(ctx context.Context, opts options, logger *slog.Logger) error {
 	opts.cfg.Logger = logger
+	if opts.clusterNodes == "" && opts.clusterSelf != 0 {
+		return errors.New("-cluster-self needs -cluster-nodes, the list it indexes")
+	}
+	if opts.clusterNodes != "" {
+		topo, err := cluster.New(strings.Split(opts.clusterNodes, ","), opts.clusterSelf)
+		if err != nil {
+			return err
+		}
+		opts.cfg.Cluster = topo
+	}
 	srv, err := resp.NewServer(opts.cfg)
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func TestHelpListsEveryFlagWithDefault(t *testing.T) {
 		"-maxclients int\n", "(default: 10000)",
 		"-timeout seconds\n", "-proto-max-bulk-len bytes\n", "(default: 536870912)",
 		"-snapshot file\n", "-snapshot-interval duration\n", "(default: 1s)", "-snapshot-ignore-corrupt\n",
-		"-metrics-addr host:port\n",
+		"-metrics-addr host:port\n", "-cluster-nodes host:port\n", "-cluster-self index\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
@@ -60,6 +60,11 @@ func TestParseFlags(t *testing.T) {
 			options{addr: "127.0.0.1:6380", metricsAddr: ":9100", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
 				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotPath: "/var/lib/rl.snap",
 				SnapshotInterval: 250 * time.Millisecond, SnapshotIgnoreCorrupt: true}}},
+		{[]string{"-cluster-nodes", "127.0.0.1:7000,127.0.0.1:7001", "-cluster-self", "1"}, true,
+			options{addr: "127.0.0.1:6380", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 1,
+				level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
+					ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+		{[]string{"-cluster-self", "x"}, false, options{}},
 		{[]string{"-snapshot-interval", "1"}, false, options{}},
 		{[]string{"-timeout", "1.5"}, false, options{}},
 		{[]string{"-loglevel", "loud"}, false, options{}},
@@ -93,6 +98,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{addr: "127.0.0.1:0", tlsAddr: "127.0.0.1:0"}, // TLS without a certificate
 		{addr: "127.0.0.1:0", metricsAddr: "not an address"},
 		{addr: "127.0.0.1:0", cfg: resp.Config{SnapshotInterval: -time.Second}},
+		{addr: "127.0.0.1:0", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 2},
+		{addr: "127.0.0.1:0", clusterNodes: "127.0.0.1:7000,127.0.0.1"},
+		{addr: "127.0.0.1:0", clusterSelf: 1},
 	} {
 		if err := run(context.Background(), o, logger); err == nil {
 			t.Errorf("run(%+v) started", o)
