@@ -11,9 +11,13 @@
 // EXISTS and PTTL, call by call. The real-clock tests put both sides through the same
 // scenarios: the lesson's window boundary, a sustained hammering, 50 concurrent
 // clients on one key, expiry, the non-atomic INCR+EXPIRE contrast, and memory per user.
+// compat_all_test.go does the same for RL.ALL and the leases (RL.ACQUIRE, RL.RELEASE,
+// RL.RENEW), with package store as a third side, plus counter pollution and the
+// crash of a lease holder.
 //
 //	go test -run . -v    # the suite, with its tables
 //	go test -run 'LuaMatchesAlgo|ServerMatchesLua' -compat.calls=1000000 -compat.seed=42
+//	go test -run 'AllMatches|LeasesMatch' -compat.calls=1000000
 package rlserver_test
 
 import (
@@ -161,12 +165,17 @@ func startOnce(dir, name string, command func(host, port string) *exec.Cmd) (*pr
 	addr := ln.Addr().String()
 	ln.Close()
 	host, port, _ := net.SplitHostPort(addr)
+	return launch(dir, name, addr, command(host, port))
+}
+
+// launch starts cmd, a server that will listen on addr, with its output in a log file
+// in dir, and waits until it answers PING.
+func launch(dir, name, addr string, cmd *exec.Cmd) (*process, error) {
 	logFile, err := os.CreateTemp(dir, name+"-*.log")
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close() // the child keeps its own descriptor
-	cmd := command(host, port)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -227,16 +236,15 @@ func startRedis(dir string) (*process, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	for _, k := range kinds {
-		s := lua.Scripts[k.Command()]
+	for name, s := range lua.Scripts {
 		sha, err := p.client.ScriptLoad(ctx, s.Source).Result()
 		if err != nil {
 			p.stop()
-			return nil, fmt.Errorf("SCRIPT LOAD %s: %w", k.Command(), err)
+			return nil, fmt.Errorf("SCRIPT LOAD %s: %w", name, err)
 		}
 		if sha != s.SHA1 {
 			p.stop()
-			return nil, fmt.Errorf("SCRIPT LOAD %s answered %s, lua.Scripts says %s", k.Command(), sha, s.SHA1)
+			return nil, fmt.Errorf("SCRIPT LOAD %s answered %s, lua.Scripts says %s", name, sha, s.SHA1)
 		}
 	}
 	return p, nil
@@ -535,11 +543,23 @@ func drawStep(rng *rand.Rand, r algo.Request, burst bool) int64 {
 	return min(d, maxStep)
 }
 
-// side answers the steps of a differential run, in order.
-type side interface {
+// side answers the steps S of a differential run, in order, with outcomes O.
+type side[S any, O comparable] interface {
 	name() string
-	run(ctx context.Context, steps []step) ([]outcome, error)
+	run(ctx context.Context, steps []S) ([]O, error)
 }
+
+// runStep is what a differential run's failure report reads of a step: its moment,
+// its command, and whether an earlier step touched one of its keys.
+type runStep[S any] interface {
+	at() int64
+	command() string
+	sharesKey(other S) bool
+}
+
+func (st step) at() int64                 { return st.now }
+func (st step) command() string           { return fmt.Sprint(st.args) }
+func (st step) sharesKey(other step) bool { return st.key == other.key }
 
 // scriptSide is Redis running the reference scripts, the clock injected through now_us.
 type scriptSide struct{ client *redis.Client }
@@ -709,15 +729,15 @@ func (a algoSide) do(st step) outcome {
 
 // differential replays steps on every side in pipelined batches and requires each
 // outcome to equal the first side's. A mismatch reports the seed, the step, every
-// side's outcome and the earlier calls on the key, and ends the run.
-func differential(t *testing.T, seed uint64, steps []step, sides ...side) {
+// side's outcome and the earlier calls on its keys, and ends the run.
+func differential[S runStep[S], O comparable](t *testing.T, seed uint64, steps []S, sides ...side[S, O]) {
 	t.Helper()
 	const batch = 500
 	ctx := context.Background()
-	ref := make([]outcome, 0, len(steps))
+	ref := make([]O, 0, len(steps))
 	for from := 0; from < len(steps); from += batch {
 		part := steps[from:min(from+batch, len(steps))]
-		outs := make([][]outcome, len(sides))
+		outs := make([][]O, len(sides))
 		for i, s := range sides {
 			var err error
 			if outs[i], err = s.run(ctx, part); err != nil {
@@ -734,15 +754,15 @@ func differential(t *testing.T, seed uint64, steps []step, sides ...side) {
 				continue
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "-compat.seed=%d, step %d: now %d, %v\n", seed, from+j, part[j].now, part[j].args)
+			fmt.Fprintf(&b, "-compat.seed=%d, step %d: now %d, %s\n", seed, from+j, part[j].at(), part[j].command())
 			for i, s := range sides {
 				fmt.Fprintf(&b, "  %-10s %v\n", s.name(), outs[i][j])
 			}
-			b.WriteString("earlier calls on this key, latest last:\n")
+			b.WriteString("earlier calls on its keys, latest last:\n")
 			var earlier []string
 			for e := from + j - 1; e >= 0 && len(earlier) < 8; e-- {
-				if steps[e].key == part[j].key {
-					earlier = append(earlier, fmt.Sprintf("  step %d: now %d, %v -> %v\n", e, steps[e].now, steps[e].args, ref[e]))
+				if steps[e].sharesKey(part[j]) {
+					earlier = append(earlier, fmt.Sprintf("  step %d: now %d, %s -> %v\n", e, steps[e].at(), steps[e].command(), ref[e]))
 				}
 			}
 			slices.Reverse(earlier)
@@ -772,7 +792,7 @@ func TestLuaMatchesAlgo(t *testing.T) {
 		name := label(ks)
 		t.Run(name, func(t *testing.T) {
 			steps := genSteps(t, sd, name, *compatCalls, ks...)
-			differential(t, sd, steps, scriptSide{r.client}, algoSide{map[string]*algoKey{}})
+			differential[step, outcome](t, sd, steps, scriptSide{r.client}, algoSide{map[string]*algoKey{}})
 		})
 	}
 }
@@ -788,7 +808,7 @@ func TestServerMatchesLua(t *testing.T) {
 		name := label(ks)
 		t.Run(name, func(t *testing.T) {
 			steps := genSteps(t, sd, name, *compatCalls, ks...)
-			differential(t, sd, steps, scriptSide{r.client}, serverSide{s.client}, algoSide{map[string]*algoKey{}})
+			differential[step, outcome](t, sd, steps, scriptSide{r.client}, serverSide{s.client}, algoSide{map[string]*algoKey{}})
 		})
 	}
 }
@@ -1410,51 +1430,29 @@ func memoryOf(t *testing.T, p *process) usage {
 // costs 1) and must answer exactly as package algo, read through client.Result. The
 // scripts cannot take the test's clock through the client, which never sends one:
 // TestLuaMatchesAlgo holds them to algo on the wire, and client's TestBackendsAgree
-// holds all three backends to the same Results. On the real clock, all three pass the
-// lesson's window boundary (fixed window 200, log 100), the atomicity test, and
-// WRONGTYPE leaving the state as it was.
+// holds all three backends to the same Results. On the real clock, all three pass
+// clientScenarios, which rediscluster_test.go runs on a Redis Cluster and on three
+// rlserver nodes in cluster mode too.
 func TestClientBackends(t *testing.T) {
 	r, s := needRedis(t), needServer(t)
 	t.Cleanup(func() { flush(t, r); flush(t, s) })
 	ctx := context.Background()
-	// A budget no loaded machine under -race reaches: the timeout is not under test here.
-	opts := client.Options{Timeout: time.Minute}
 	connect := func(addr string) *redis.Client {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64, MaxRetries: -1, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { rdb.Close() })
 		return rdb
 	}
-	native, err := client.New(connect(s.addr), opts)
+	native, err := client.New(connect(s.addr), clientOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	scripted, err := client.NewLua(connect(r.addr), opts)
+	scripted, err := client.NewLua(connect(r.addr), clientOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	embedded, err := client.NewEmbedded(client.Options{})
 	if err != nil {
 		t.Fatal(err)
-	}
-	limitOf := func(r algo.Request) client.Limit {
-		w := time.Duration(r.Window) * time.Microsecond
-		n := int(r.Limit)
-		switch r.Kind {
-		case algo.KindFixed:
-			return client.Fixed(n, w)
-		case algo.KindSlide:
-			return client.Slide(n, w)
-		case algo.KindLog:
-			return client.Log(n, w)
-		case algo.KindToken:
-			return client.TokenRate(n, int(cmp.Or(r.Rate, r.Limit)), w)
-		case algo.KindGCRA:
-			return client.GCRA(n, w, int(cmp.Or(r.Burst, r.Limit)))
-		}
-		return client.Leaky(n, w, int(r.Queue))
-	}
-	noThrottle := func(ks []algo.Kind) []algo.Kind {
-		return slices.DeleteFunc(slices.Clone(ks), func(k algo.Kind) bool { return k == algo.KindThrottle })
 	}
 
 	t.Run("differential", func(t *testing.T) {
@@ -1474,7 +1472,7 @@ func TestClientBackends(t *testing.T) {
 			{"rlserver", native, func(us int64) error { return s.client.Do(ctx, "DEBUG", "CLOCK", "SET", us).Err() }},
 		}
 		for _, ks := range differentialCases() {
-			if ks = noThrottle(ks); len(ks) == 0 {
+			if ks = withoutThrottle(ks); len(ks) == 0 {
 				continue
 			}
 			name := label(ks)
@@ -1491,7 +1489,7 @@ func TestClientBackends(t *testing.T) {
 					if want.reply[3] == -1 {
 						wantRes.RetryAfter = client.Never
 					}
-					l := limitOf(st.req)
+					l := clientLimit(st.req)
 					for _, side := range sides {
 						if err := side.setNow(st.now); err != nil {
 							t.Fatal(err)
@@ -1514,133 +1512,243 @@ func TestClientBackends(t *testing.T) {
 		}
 	})
 
-	backends := []struct {
-		name string
-		c    *client.Client
-	}{{"embedded", embedded}, {"rlserver", native}, {"redis+lua", scripted}}
+	runClientScenarios(t, []clientBackend{{"embedded", embedded}, {"rlserver", native}, {"redis+lua", scripted}})
+}
 
-	t.Run("window boundary", func(t *testing.T) {
-		// TestWindowBoundary's timing: limit 100 per 1,000 ms, 100 calls 150 ms before a
-		// boundary of the 1-s grid, 100 calls 50 ms after.
-		ks := []algo.Kind{algo.KindFixed, algo.KindLog}
-		want := map[algo.Kind]int{algo.KindFixed: 200, algo.KindLog: 100}
-		now := time.Now()
-		boundary := now.Truncate(time.Second).Add(time.Second)
-		if boundary.Sub(now) < 300*time.Millisecond {
-			boundary = boundary.Add(time.Second)
-		}
-		admitted := make([]map[algo.Kind][]time.Time, len(backends))
-		errs := make([]error, len(backends))
-		for _, at := range []time.Time{boundary.Add(-150 * time.Millisecond), boundary.Add(50 * time.Millisecond)} {
-			time.Sleep(time.Until(at))
-			var wg sync.WaitGroup
-			for i, b := range backends {
-				if admitted[i] == nil {
-					admitted[i] = map[algo.Kind][]time.Time{}
+// clientOptions are the options of the network clients under test: a budget no
+// loaded machine under -race reaches, for the timeout is not under test here.
+var clientOptions = client.Options{Timeout: time.Minute}
+
+// clientBackend is a package client on one backend, named for the failures.
+type clientBackend struct {
+	name string
+	c    *client.Client
+}
+
+// clientScenarios are the real-clock scenarios every backend of package client
+// passes, as the wire sides pass TestWindowBoundary, TestAtomicity and TestWrongType:
+// each runs on all the backends given at once.
+var clientScenarios = []struct {
+	name string
+	run  func(t *testing.T, backends []clientBackend)
+}{
+	{"window boundary", clientWindowBoundary},
+	{"atomicity", clientAtomicity},
+	{"wrong type", clientWrongType},
+	{"retry after", clientRetryAfter},
+}
+
+// runClientScenarios runs each of clientScenarios on backends, as a subtest.
+func runClientScenarios(t *testing.T, backends []clientBackend) {
+	for _, sc := range clientScenarios {
+		t.Run(sc.name, func(t *testing.T) { sc.run(t, backends) })
+	}
+}
+
+// clientLimit is r as a client.Limit.
+func clientLimit(r algo.Request) client.Limit {
+	w := time.Duration(r.Window) * time.Microsecond
+	n := int(r.Limit)
+	switch r.Kind {
+	case algo.KindFixed:
+		return client.Fixed(n, w)
+	case algo.KindSlide:
+		return client.Slide(n, w)
+	case algo.KindLog:
+		return client.Log(n, w)
+	case algo.KindToken:
+		return client.TokenRate(n, int(cmp.Or(r.Rate, r.Limit)), w)
+	case algo.KindGCRA:
+		return client.GCRA(n, w, int(cmp.Or(r.Burst, r.Limit)))
+	}
+	return client.Leaky(n, w, int(r.Queue))
+}
+
+// withoutThrottle is ks but CL.THROTTLE, which the client has no call for.
+func withoutThrottle(ks []algo.Kind) []algo.Kind {
+	return slices.DeleteFunc(slices.Clone(ks), func(k algo.Kind) bool { return k == algo.KindThrottle })
+}
+
+// clientWindowBoundary is TestWindowBoundary's timing: limit 100 per 1,000 ms, 100
+// calls 150 ms before a boundary of the 1-s grid, 100 calls 50 ms after. The fixed
+// window must admit exactly 200 in a 1-s window across the boundary, the log 100.
+func clientWindowBoundary(t *testing.T, backends []clientBackend) {
+	ctx := context.Background()
+	ks := []algo.Kind{algo.KindFixed, algo.KindLog}
+	want := map[algo.Kind]int{algo.KindFixed: 200, algo.KindLog: 100}
+	now := time.Now()
+	boundary := now.Truncate(time.Second).Add(time.Second)
+	if boundary.Sub(now) < 300*time.Millisecond {
+		boundary = boundary.Add(time.Second)
+	}
+	admitted := make([]map[algo.Kind][]time.Time, len(backends))
+	errs := make([]error, len(backends))
+	for _, at := range []time.Time{boundary.Add(-150 * time.Millisecond), boundary.Add(50 * time.Millisecond)} {
+		time.Sleep(time.Until(at))
+		var wg sync.WaitGroup
+		for i, b := range backends {
+			if admitted[i] == nil {
+				admitted[i] = map[algo.Kind][]time.Time{}
+			}
+			wg.Go(func() {
+				for _, k := range ks {
+					l := clientLimit(request(k, 100, 1000))
+					for range 100 {
+						sent := time.Now()
+						res, err := b.c.Allow(ctx, "client-boundary:"+k.Command(), l)
+						if err != nil {
+							errs[i] = err
+							return
+						}
+						if res.Allowed {
+							admitted[i][k] = append(admitted[i][k], sent)
+						}
+					}
 				}
+			})
+		}
+		wg.Wait()
+	}
+	for i, b := range backends {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", b.name, errs[i])
+		}
+		for _, k := range ks {
+			if n := lab.MaxInWindow(admitted[i][k], time.Second); n != want[k] {
+				t.Errorf("%s %s: %d admitted in a 1-s window across the boundary, want %d", b.name, k.Command(), n, want[k])
+			}
+		}
+	}
+}
+
+// clientAtomicity is TestAtomicity's limits: 100 per a window no refill touches in
+// the test, no fixed-window boundary near; 50 clients, 10 calls each, exactly 100
+// admitted.
+func clientAtomicity(t *testing.T, backends []clientBackend) {
+	ctx := context.Background()
+	const clients, calls, limit = 50, 10, 100
+	windowMs := int64(31_536_000_000)
+	if w := windowMs * 1000; w-time.Now().UnixMicro()%w < 600_000_000 {
+		windowMs -= 86_400_000
+	}
+	for _, b := range backends {
+		for _, k := range withoutThrottle(kinds) {
+			r := request(k, limit, windowMs)
+			switch k {
+			case algo.KindToken:
+				r.Rate = 1 // per year
+			case algo.KindLeaky:
+				r.Queue = limit - 1
+			}
+			l := clientLimit(r)
+			var n atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for range clients {
 				wg.Go(func() {
-					for _, k := range ks {
-						l := limitOf(request(k, 100, 1000))
-						for range 100 {
-							sent := time.Now()
-							res, err := b.c.Allow(ctx, "client-boundary:"+k.Command(), l)
-							if err != nil {
-								errs[i] = err
-								return
-							}
-							if res.Allowed {
-								admitted[i][k] = append(admitted[i][k], sent)
-							}
+					for range calls {
+						res, err := b.c.Allow(ctx, "client-atomic:"+k.Command(), l)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if res.Allowed {
+							n.Add(1)
 						}
 					}
 				})
 			}
 			wg.Wait()
-		}
-		for i, b := range backends {
-			if errs[i] != nil {
-				t.Fatalf("%s: %v", b.name, errs[i])
+			close(errs)
+			if err := <-errs; err != nil {
+				t.Fatalf("%s %s: %v", b.name, k.Command(), err)
 			}
-			for _, k := range ks {
-				if n := lab.MaxInWindow(admitted[i][k], time.Second); n != want[k] {
-					t.Errorf("%s %s: %d admitted in a 1-s window across the boundary, want %d", b.name, k.Command(), n, want[k])
-				}
+			if n.Load() != limit {
+				t.Errorf("%s %s: %d clients x %d calls admitted %d, want exactly %d", b.name, k.Command(), clients, calls, n.Load(), limit)
 			}
 		}
-	})
+	}
+}
 
-	t.Run("atomicity", func(t *testing.T) {
-		// TestAtomicity's limits: 100 per a window no refill touches in the test, no
-		// fixed-window boundary near; 50 clients, 10 calls each.
-		const clients, calls, limit = 50, 10, 100
-		windowMs := int64(31_536_000_000)
-		if w := windowMs * 1000; w-time.Now().UnixMicro()%w < 600_000_000 {
-			windowMs -= 86_400_000
-		}
-		for _, b := range backends {
-			for _, k := range noThrottle(kinds) {
-				r := request(k, limit, windowMs)
-				switch k {
-				case algo.KindToken:
-					r.Rate = 1 // per year
-				case algo.KindLeaky:
-					r.Queue = limit - 1
+// clientWrongType calls each algorithm on a key holding each other's state: the call
+// fails with ErrWrongType and leaves the state as a control key's.
+func clientWrongType(t *testing.T, backends []clientBackend) {
+	ctx := context.Background()
+	for _, b := range backends {
+		for _, ka := range withoutThrottle(kinds) {
+			for _, kb := range withoutThrottle(kinds) {
+				if ka == kb {
+					continue
 				}
-				l := limitOf(r)
-				var n atomic.Int64
-				var wg sync.WaitGroup
-				errs := make(chan error, clients)
-				for range clients {
-					wg.Go(func() {
-						for range calls {
-							res, err := b.c.Allow(ctx, "client-atomic:"+k.Command(), l)
-							if err != nil {
-								errs <- err
-								return
-							}
-							if res.Allowed {
-								n.Add(1)
-							}
-						}
-					})
-				}
-				wg.Wait()
-				close(errs)
-				if err := <-errs; err != nil {
-					t.Fatalf("%s %s: %v", b.name, k.Command(), err)
-				}
-				if n.Load() != limit {
-					t.Errorf("%s %s: %d clients x %d calls admitted %d, want exactly %d", b.name, k.Command(), clients, calls, n.Load(), limit)
-				}
-			}
-		}
-	})
-
-	t.Run("wrong type", func(t *testing.T) {
-		for _, b := range backends {
-			for _, ka := range noThrottle(kinds) {
-				for _, kb := range noThrottle(kinds) {
-					if ka == kb {
-						continue
+				key := "client-wrongtype:" + ka.Command() + ":" + kb.Command()
+				control := "client-wrongtype-control:" + ka.Command() + ":" + kb.Command()
+				la, lb := clientLimit(request(ka, 10, 60_000)), clientLimit(request(kb, 10, 60_000))
+				for _, k := range []string{key, control} {
+					if _, err := b.c.Allow(ctx, k, la); err != nil {
+						t.Fatalf("%s %s: %v", b.name, ka.Command(), err)
 					}
-					key := "client-wrongtype:" + ka.Command() + ":" + kb.Command()
-					control := "client-wrongtype-control:" + ka.Command() + ":" + kb.Command()
-					la, lb := limitOf(request(ka, 10, 60_000)), limitOf(request(kb, 10, 60_000))
-					for _, k := range []string{key, control} {
-						if _, err := b.c.Allow(ctx, k, la); err != nil {
-							t.Fatalf("%s %s: %v", b.name, ka.Command(), err)
+				}
+				if _, err := b.c.Allow(ctx, key, lb); !errors.Is(err, client.ErrWrongType) {
+					t.Errorf("%s: %s on a %s key: %v, want ErrWrongType", b.name, kb.Command(), ka.Command(), err)
+				}
+				got, err1 := b.c.Peek(ctx, key, la)
+				want, err2 := b.c.Peek(ctx, control, la)
+				if err1 != nil || err2 != nil || got.Allowed != want.Allowed || got.Remaining != want.Remaining {
+					t.Errorf("%s %s after a WRONGTYPE call: %+v, %v; without it: %+v, %v", b.name, ka.Command(), got, err1, want, err2)
+				}
+			}
+		}
+	}
+}
+
+// clientRetryAfter spends each algorithm's limit (2 per 400 ms: a bucket refills a
+// token in 200 ms, longer than a call takes on a loaded machine) until a call is
+// denied, waits exactly its RetryAfter and calls again: that call must be allowed,
+// for RetryAfter is never early. Twice per algorithm, the backends at once.
+func clientRetryAfter(t *testing.T, backends []clientBackend) {
+	ctx := context.Background()
+	errs := make([]error, len(backends))
+	var wg sync.WaitGroup
+	for i, b := range backends {
+		wg.Go(func() {
+			for _, k := range withoutThrottle(kinds) {
+				key := "client-retry:" + k.Command()
+				l := clientLimit(request(k, 2, 400))
+				for round := range 2 {
+					var denied client.Result
+					for calls := 0; ; calls++ {
+						res, err := b.c.Allow(ctx, key, l)
+						if err != nil {
+							errs[i] = fmt.Errorf("%s: %w", k.Command(), err)
+							return
+						}
+						if !res.Allowed {
+							denied = res
+							break
+						}
+						if calls == 10 {
+							errs[i] = fmt.Errorf("%s: %d calls in a row allowed at a limit of 2 per 400 ms", k.Command(), calls+1)
+							return
 						}
 					}
-					if _, err := b.c.Allow(ctx, key, lb); !errors.Is(err, client.ErrWrongType) {
-						t.Errorf("%s: %s on a %s key: %v, want ErrWrongType", b.name, kb.Command(), ka.Command(), err)
+					if denied.RetryAfter <= 0 || denied.RetryAfter > time.Second {
+						errs[i] = fmt.Errorf("%s: denied with RetryAfter %v, want 0 < it ≤ 1 s", k.Command(), denied.RetryAfter)
+						return
 					}
-					got, err1 := b.c.Peek(ctx, key, la)
-					want, err2 := b.c.Peek(ctx, control, la)
-					if err1 != nil || err2 != nil || got.Allowed != want.Allowed || got.Remaining != want.Remaining {
-						t.Errorf("%s %s after a WRONGTYPE call: %+v, %v; without it: %+v, %v", b.name, ka.Command(), got, err1, want, err2)
+					time.Sleep(denied.RetryAfter)
+					if res, err := b.c.Allow(ctx, key, l); err != nil || !res.Allowed {
+						errs[i] = fmt.Errorf("%s, round %d: denied (%+v, %v) after waiting the RetryAfter %v of a denial",
+							k.Command(), round, res, err, denied.RetryAfter)
+						return
 					}
 				}
 			}
+		})
+	}
+	wg.Wait()
+	for i, b := range backends {
+		if errs[i] != nil {
+			t.Errorf("%s: %v", b.name, errs[i])
 		}
-	})
+	}
 }

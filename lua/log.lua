@@ -16,15 +16,22 @@ local cost = tonumber(ARGV[3])
 local peek = ARGV[4] == '1'
 read_now(ARGV[5])
 
--- Ours is a sorted set; an absent key is fresh; anything else is another kind. An entry
--- with ts <= now - W has left the window: read only the live ones, oldest first.
+-- Ours is a sorted set of 'ts:cost' members; an absent key is fresh; anything else is
+-- another kind, a lease set too (members 'l:id'). An entry with ts <= now - W has left
+-- the window: read only the live ones, oldest first. A set with none in the window
+-- shows its kind by any member.
 local oldest = string.format('(%d', now - W)
 local members = redis.pcall('ZRANGEBYSCORE', key, oldest, '+inf')
 if members.err then return redis.error_reply(WRONGTYPE) end
+if #members == 0 then
+  local any = redis.call('ZRANGE', key, 0, 0)[1]
+  if any and not string.match(any, '^%d+:%d+$') then return redis.error_reply(WRONGTYPE) end
+end
 local ts, costs = {}, {}
 local sum, newest = 0, -1
 for i, m in ipairs(members) do
   local t, c = string.match(m, '^(%d+):(%d+)$')
+  if not t then return redis.error_reply(WRONGTYPE) end
   ts[i], costs[i] = tonumber(t), tonumber(c)
   sum = sum + costs[i]
   newest = math.max(newest, ts[i])

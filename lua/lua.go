@@ -6,13 +6,15 @@
 // shortcuts and its one-ms settling of retry_after; state read back exactly (doubles
 // written with %.17g, where Redis would print a Lua number with 14 digits); time from
 // Redis TIME in µs. Each script runs atomically, and only an allowed call with cost > 0
-// that is not PEEK writes. A write gives the key a TTL of reset_after, rounded up to
+// that is not PEEK writes (a lease script also drops the ended leases it finds; under
+// now_us any script drops a key whose state is fresh). A write gives the key a TTL of
+// reset_after (a lease set: until its last lease ends), rounded up to
 // the ms (CL.THROTTLE, whose reply is in seconds: its state's lifetime in ms), so that
 // no key outlives its state; a state written already fresh deletes the key. Redis
 // expires keys to the ms, so a key may outlive its state by under 2 ms: read in that
 // time, the state decides as a fresh key does. The compatibility suite
-// (../compat_test.go) replays random calls against these scripts on a real Redis and
-// against rlserver and requires identical replies.
+// (../compat_test.go, ../compat_all_test.go) replays random calls against these
+// scripts on a real Redis and against rlserver and requires identical replies.
 //
 // # Arguments
 //
@@ -30,6 +32,21 @@
 // command, or WRONGTYPE. Arguments are assumed valid: rlserver validates them, a
 // client running these scripts must too.
 //
+// rl.all takes every rule's key in KEYS, in rule order (hash-tag them to one slot on a
+// Redis Cluster), and in ARGV the call's peek flag, then for each rule its script's
+// name and that script's ARGV without now_us (its peek 0), then the optional now_us
+// (ArgsAll builds both). It answers RL.ALL's array: allowed, then each rule's five,
+// or the error of the first rule that has one (WRONGTYPE), or ERR for a key named twice.
+//
+// The lease scripts take one key and answer as their commands (id "" draws one: 16
+// lower-case hex digits, new in the key):
+//
+//	rl.acquire   limit lease_ms id [now_us]    -> acquired limit remaining retry_after_ms lease_id
+//	rl.release   lease_id [now_us]             -> 1 or 0
+//	rl.renew     lease_id lease_ms [now_us]    -> 1 or 0
+//
+// rl.acquire's lease_id is a nil bulk (RESP3: null) when no lease was taken.
+//
 // # Composition
 //
 // EVALSHA runs one script, so each Source must hold all it uses. The parts every
@@ -39,7 +56,10 @@
 // its body: its header (ARGV layout, state, reply), its arguments and its algorithm.
 // Source is common.lua followed by the body, joined once at package init; SHA1 is that
 // of the whole. A body alone is not a valid script: send Source (or cat common.lua
-// before the body).
+// before the body). The lease scripts have a shared part of their own, leases.lua,
+// between the two. rl.all holds each window and bucket script whole, wrapped as a
+// local function taking KEYS and ARGV (rule_fixed ... rule_leaky), then its main part,
+// all.lua: the rules decide as PEEK, and only if all admit do they run again for real.
 //
 // # Injected time
 //
@@ -55,20 +75,23 @@
 // A key is recognised by its Redis type and the field its script writes: rl.fixed is a
 // hash {fw, fc}, rl.slide {sw, sc, sp}, rl.token {tk, ts}, rl.gcra {gt}, rl.leaky {lt},
 // cl.throttle {ct}; rl.log is a sorted set of "ts:cost" members scored by ts (µs), one
-// per admitted moment. Any other existing key answers WRONGTYPE, as rlserver does.
+// per admitted moment; a lease set is a sorted set of "l:id" members scored by the
+// lease's deadline (µs), the key living until the last one. Any other existing key
+// answers WRONGTYPE, as rlserver does.
 package lua
 
 import (
 	"crypto/sha1"
 	_ "embed" // the scripts' parts
 	"encoding/hex"
+	"strings"
 
 	"github.com/rlserver/rlserver/algo"
 )
 
 // Script is one reference script.
 type Script struct {
-	Command string // the rlserver command it reproduces, lower case: "rl.fixed", ..., "cl.throttle"
+	Command string // the rlserver command it reproduces, lower case: "rl.fixed", ..., "cl.throttle", "rl.all", "rl.acquire", ...
 	Source  string // the Lua text, for EVAL and SCRIPT LOAD
 	SHA1    string // lower-case hex SHA1 of Source: the name EVALSHA takes and SCRIPT LOAD returns
 }
@@ -90,24 +113,49 @@ var (
 	leakyBody string
 	//go:embed throttle.lua
 	throttleBody string
+	//go:embed all.lua
+	allMain string
+	//go:embed leases.lua
+	leases string
+	//go:embed acquire.lua
+	acquireBody string
+	//go:embed release.lua
+	releaseBody string
+	//go:embed renew.lua
+	renewBody string
 )
 
 // Scripts maps each command, lower case as algo.Kind.Command spells it, to its script.
 var Scripts = map[string]Script{
-	"rl.fixed":    newScript("rl.fixed", fixedBody),
-	"rl.slide":    newScript("rl.slide", slideBody),
-	"rl.log":      newScript("rl.log", logBody),
-	"rl.token":    newScript("rl.token", tokenBody),
-	"rl.gcra":     newScript("rl.gcra", gcraBody),
-	"rl.leaky":    newScript("rl.leaky", leakyBody),
-	"cl.throttle": newScript("cl.throttle", throttleBody),
+	"rl.fixed":    singleScript("rl.fixed", fixedBody),
+	"rl.slide":    singleScript("rl.slide", slideBody),
+	"rl.log":      singleScript("rl.log", logBody),
+	"rl.token":    singleScript("rl.token", tokenBody),
+	"rl.gcra":     singleScript("rl.gcra", gcraBody),
+	"rl.leaky":    singleScript("rl.leaky", leakyBody),
+	"cl.throttle": singleScript("cl.throttle", throttleBody),
+	"rl.all": newScript("rl.all", wrap("rule_fixed", fixedBody), wrap("rule_slide", slideBody),
+		wrap("rule_log", logBody), wrap("rule_token", tokenBody), wrap("rule_gcra", gcraBody),
+		wrap("rule_leaky", leakyBody), allMain),
+	"rl.acquire": newScript("rl.acquire", common, leases, acquireBody),
+	"rl.release": newScript("rl.release", common, leases, releaseBody),
+	"rl.renew":   newScript("rl.renew", common, leases, renewBody),
 }
 
-// newScript makes the script of command from its body: common.lua, then the body.
-func newScript(command, body string) Script {
-	source := common + body
+// singleScript is the script of a one-key command: common.lua, then its body.
+func singleScript(command, body string) Script { return newScript(command, common, body) }
+
+// newScript makes the script of command from its parts, joined in order.
+func newScript(command string, parts ...string) Script {
+	source := strings.Join(parts, "")
 	sum := sha1.Sum([]byte(source))
 	return Script{Command: command, Source: source, SHA1: hex.EncodeToString(sum[:])}
+}
+
+// wrap is a one-key script, common.lua and body, as rl.all's local function name
+// taking KEYS and ARGV: its locals and its returns stay its own.
+func wrap(name, body string) string {
+	return "local function " + name + "(KEYS, ARGV)\n" + common + body + "end\n"
 }
 
 // Args is r as its script takes it in ARGV (see Arguments above), without now_us: the
@@ -130,4 +178,22 @@ func Args(r algo.Request) []any {
 		args = append(args, r.Queue)
 	}
 	return args
+}
+
+// ArgsAll is rules as the rl.all script takes them (see Arguments above): their keys,
+// in order, for KEYS, and ARGV without now_us. PEEK on any rule makes the call a PEEK.
+func ArgsAll(rules []algo.Rule) (keys []string, args []any) {
+	keys = make([]string, len(rules))
+	args = []any{0}
+	for i, rule := range rules {
+		keys[i] = string(rule.Key)
+		if rule.Req.Peek {
+			args[0] = 1
+		}
+		req := rule.Req
+		req.Peek = false
+		args = append(args, req.Kind.Command())
+		args = append(args, Args(req)...)
+	}
+	return keys, args
 }
