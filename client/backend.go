@@ -18,12 +18,26 @@ import (
 var commandNames = [...]string{algo.KindFixed: "RL.FIXED", algo.KindSlide: "RL.SLIDE", algo.KindLog: "RL.LOG",
 	algo.KindToken: "RL.TOKEN", algo.KindGCRA: "RL.GCRA", algo.KindLeaky: "RL.LEAKY"}
 
+// allWords are RL.ALL's algorithm words: the commands without "RL.".
+var allWords = [...]string{algo.KindFixed: "FIXED", algo.KindSlide: "SLIDE", algo.KindLog: "LOG",
+	algo.KindToken: "TOKEN", algo.KindGCRA: "GCRA", algo.KindLeaky: "LEAKY"}
+
 // serverBackend is rlserver, called with its native commands.
 type serverBackend struct{ rdb redis.UniversalClient }
 
 func (s serverBackend) decide(ctx context.Context, key string, r algo.Request) (algo.Decision, error) {
 	args := make([]any, 0, 9)
-	args = append(args, commandNames[r.Kind], key, r.Limit, r.Window/1000, "COST", r.Cost)
+	args = appendRequest(append(args, commandNames[r.Kind], key), r)
+	if r.Peek {
+		args = append(args, "PEEK")
+	}
+	return decision(s.rdb.Do(ctx, args...))
+}
+
+// appendRequest appends r's arguments after the key: limit, window_ms, COST and the
+// algorithm's own option.
+func appendRequest(args []any, r algo.Request) []any {
+	args = append(args, r.Limit, r.Window/1000, "COST", r.Cost)
 	switch r.Kind {
 	case algo.KindToken:
 		args = append(args, "RATE", r.Rate)
@@ -32,10 +46,37 @@ func (s serverBackend) decide(ctx context.Context, key string, r algo.Request) (
 	case algo.KindLeaky:
 		args = append(args, "QUEUE", r.Queue)
 	}
-	if r.Peek {
-		args = append(args, "PEEK")
+	return args
+}
+
+func (s serverBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, []algo.Decision, error) {
+	args := make([]any, 0, 1+8*len(rules))
+	args = append(args, "RL.ALL")
+	for _, r := range rules {
+		args = appendRequest(append(args, allWords[r.Req.Kind], string(r.Key)), r.Req)
 	}
-	return decision(s.rdb.Do(ctx, args...))
+	cmd := redis.NewCmd(ctx, args...)
+	// RL.ALL's keys move (COMMAND INFO says movablekeys): a Ring or a cluster client
+	// routes by the first rule's key, always the second argument.
+	cmd.SetFirstKeyPos(2)
+	s.rdb.Process(ctx, cmd) // the error is the command's
+	return allDecisions(cmd, len(rules))
+}
+
+func (s serverBackend) acquire(ctx context.Context, key string, r algo.LeaseRequest) (algo.LeaseDecision, error) {
+	args := []any{"RL.ACQUIRE", key, r.Limit, r.Duration / 1000}
+	if r.ID != nil {
+		args = append(args, "ID", string(r.ID))
+	}
+	return leaseDecision(s.rdb.Do(ctx, args...))
+}
+
+func (s serverBackend) release(ctx context.Context, key, id string) (bool, error) {
+	return flag(s.rdb.Do(ctx, "RL.RELEASE", key, id))
+}
+
+func (s serverBackend) renew(ctx context.Context, key, id string, duration int64) (bool, error) {
+	return flag(s.rdb.Do(ctx, "RL.RENEW", key, id, duration/1000))
 }
 
 func (s serverBackend) reset(ctx context.Context, key string) error {
@@ -65,16 +106,52 @@ func (b luaBackend) decide(ctx context.Context, key string, r algo.Request) (alg
 	if err := checkLogLimit(r, b.maxLogLimit); err != nil {
 		return algo.Decision{}, err
 	}
-	args := lua.Args(r)
-	keys := []string{key}
-	sc := scripts[r.Kind]
+	return decision(b.eval(ctx, scripts[r.Kind], []string{key}, lua.Args(r)))
+}
+
+// eval runs sc by its SHA1, and by its source when the server does not have it.
+func (b luaBackend) eval(ctx context.Context, sc lua.Script, keys []string, args []any) *redis.Cmd {
 	cmd := b.rdb.EvalSha(ctx, sc.SHA1, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		// First call on this node, or after SCRIPT FLUSH or a restart: EVAL runs the
 		// script and caches it, so the next EVALSHA finds it.
 		cmd = b.rdb.Eval(ctx, sc.Source, keys, args...)
 	}
-	return decision(cmd)
+	return cmd
+}
+
+// The scripts of RL.ALL and the leases, looked up once.
+var (
+	scriptAll     = lua.Scripts["rl.all"]
+	scriptAcquire = lua.Scripts["rl.acquire"]
+	scriptRelease = lua.Scripts["rl.release"]
+	scriptRenew   = lua.Scripts["rl.renew"]
+)
+
+func (b luaBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, []algo.Decision, error) {
+	for _, r := range rules {
+		if err := checkLogLimit(r.Req, b.maxLogLimit); err != nil {
+			return false, nil, err
+		}
+	}
+	keys, args := lua.ArgsAll(rules)
+	return allDecisions(b.eval(ctx, scriptAll, keys, args), len(rules))
+}
+
+func (b luaBackend) acquire(ctx context.Context, key string, r algo.LeaseRequest) (algo.LeaseDecision, error) {
+	if err := checkLeaseLimit(r, b.maxLogLimit); err != nil {
+		return algo.LeaseDecision{}, err
+	}
+	// An empty id asks the script to draw one; the client never sends an empty ID.
+	return leaseDecision(b.eval(ctx, scriptAcquire, []string{key}, []any{r.Limit, r.Duration / 1000, string(r.ID)}))
+}
+
+func (b luaBackend) release(ctx context.Context, key, id string) (bool, error) {
+	return flag(b.eval(ctx, scriptRelease, []string{key}, []any{id}))
+}
+
+func (b luaBackend) renew(ctx context.Context, key, id string, duration int64) (bool, error) {
+	return flag(b.eval(ctx, scriptRenew, []string{key}, []any{id, duration / 1000}))
 }
 
 func (b luaBackend) reset(ctx context.Context, key string) error {
@@ -91,6 +168,74 @@ func checkLogLimit(r algo.Request, most int64) error {
 		return fmt.Errorf("%w: rl.log limit must be between 1 and %d (Options.MaxLogLimit), got %d", ErrBadLimit, most, r.Limit)
 	}
 	return nil
+}
+
+// checkLeaseLimit refuses a lease limit above most, as rlserver does above its
+// -max-log-limit.
+func checkLeaseLimit(r algo.LeaseRequest, most int64) error {
+	if r.Limit > most {
+		return fmt.Errorf("%w: rl.acquire limit must be between 1 and %d (Options.MaxLogLimit), got %d", ErrBadLimit, most, r.Limit)
+	}
+	return nil
+}
+
+// allDecisions reads RL.ALL's reply to n rules: allowed, then n arrays of five integers.
+func allDecisions(cmd *redis.Cmd, n int) (bool, []algo.Decision, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return false, nil, classify(err)
+	}
+	var allowed int64
+	ok := len(v) == 1+n
+	if ok {
+		allowed, ok = v[0].(int64)
+	}
+	if !ok {
+		return false, nil, fmt.Errorf("%w: malformed RL.ALL reply %v to %d rules", ErrUnavailable, v, n)
+	}
+	ds := make([]algo.Decision, n)
+	for i := range ds {
+		f, ok := v[1+i].([]any)
+		var ints [5]int64
+		for j := 0; ok && j < 5 && len(f) == 5; j++ {
+			ints[j], ok = f[j].(int64)
+		}
+		if !ok || len(f) != 5 {
+			return false, nil, fmt.Errorf("%w: malformed RL.ALL reply %v: rule %d", ErrUnavailable, v, i+1)
+		}
+		ds[i] = algo.Decision{Allowed: ints[0] == 1, Limit: ints[1], Remaining: ints[2], RetryAfter: ints[3], ResetAfter: ints[4]}
+	}
+	return allowed == 1, ds, nil
+}
+
+// leaseDecision reads RL.ACQUIRE's reply: four integers and the id, nil when not acquired.
+func leaseDecision(cmd *redis.Cmd) (algo.LeaseDecision, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return algo.LeaseDecision{}, classify(err)
+	}
+	var ints [4]int64
+	ok := len(v) == 5
+	for j := 0; ok && j < 4; j++ {
+		ints[j], ok = v[j].(int64)
+	}
+	if !ok {
+		return algo.LeaseDecision{}, fmt.Errorf("%w: malformed RL.ACQUIRE reply %v", ErrUnavailable, v)
+	}
+	d := algo.LeaseDecision{Acquired: ints[0] == 1, Limit: ints[1], Remaining: ints[2], RetryAfter: ints[3]}
+	if id, isString := v[4].(string); isString && d.Acquired {
+		d.ID = []byte(id)
+	}
+	return d, nil
+}
+
+// flag reads a reply of 1 or 0.
+func flag(cmd *redis.Cmd) (bool, error) {
+	n, err := cmd.Int64()
+	if err != nil {
+		return false, classify(err)
+	}
+	return n == 1, nil
 }
 
 // decision reads a five-integer reply.
@@ -115,7 +260,8 @@ func classify(err error) error {
 		switch {
 		case strings.HasPrefix(msg, "WRONGTYPE"):
 			return fmt.Errorf("%w: %w", ErrWrongType, err)
-		case strings.HasPrefix(msg, "ERR ") && strings.Contains(msg, " must be "):
+		case strings.HasPrefix(msg, "ERR ") && strings.Contains(msg, " must be "),
+			strings.HasPrefix(msg, "CROSSSLOT"): // AllowAll's keys over several cluster slots
 			return fmt.Errorf("%w: %w", ErrBadLimit, err)
 		}
 	}
@@ -134,13 +280,50 @@ func (e embeddedBackend) decide(_ context.Context, key string, r algo.Request) (
 		return algo.Decision{}, err
 	}
 	d, err := e.store.Do([]byte(key), r, e.clock().UnixMicro())
+	return d, storeError(err)
+}
+
+func (e embeddedBackend) decideAll(_ context.Context, rules []algo.Rule) (bool, []algo.Decision, error) {
+	for _, r := range rules {
+		if err := checkLogLimit(r.Req, e.maxLogLimit); err != nil {
+			return false, nil, err
+		}
+	}
+	ds := make([]algo.Decision, len(rules))
+	allowed, err := e.store.DoAll(rules, ds, e.clock().UnixMicro())
+	if err != nil {
+		return false, nil, storeError(err)
+	}
+	return allowed, ds, nil
+}
+
+func (e embeddedBackend) acquire(_ context.Context, key string, r algo.LeaseRequest) (algo.LeaseDecision, error) {
+	if err := checkLeaseLimit(r, e.maxLogLimit); err != nil {
+		return algo.LeaseDecision{}, err
+	}
+	d, err := e.store.Acquire([]byte(key), r, e.clock().UnixMicro())
+	return d, storeError(err)
+}
+
+func (e embeddedBackend) release(_ context.Context, key, id string) (bool, error) {
+	ok, err := e.store.Release([]byte(key), []byte(id), e.clock().UnixMicro())
+	return ok, storeError(err)
+}
+
+func (e embeddedBackend) renew(_ context.Context, key, id string, duration int64) (bool, error) {
+	ok, err := e.store.Renew([]byte(key), []byte(id), duration, e.clock().UnixMicro())
+	return ok, storeError(err)
+}
+
+// storeError wraps a store error in the sentinel it means, nil as nil.
+func storeError(err error) error {
 	switch {
 	case err == nil:
-		return d, nil
+		return nil
 	case errors.Is(err, store.ErrWrongType):
-		return d, fmt.Errorf("%w: %w", ErrWrongType, err)
+		return fmt.Errorf("%w: %w", ErrWrongType, err)
 	}
-	return d, fmt.Errorf("%w: %w", ErrBadLimit, err) // store.ErrKeyTooLong
+	return fmt.Errorf("%w: %w", ErrBadLimit, err) // store.ErrKeyTooLong, store.ErrSameKey
 }
 
 func (e embeddedBackend) reset(_ context.Context, key string) error {

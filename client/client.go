@@ -19,6 +19,11 @@
 //		time.Sleep(res.RetryAfter) // never too early: waiting exactly this long succeeds
 //	}
 //
+// Beyond one limit: AllowAll decides several limits at once, all or nothing (RL.ALL),
+// so a request one limit refuses consumes nothing from the others; Acquire takes one of
+// a key's concurrent leases (RL.ACQUIRE), given back with Lease.Release or ending by
+// itself after its time, so a process that crashes holding one leaks nothing for long.
+//
 // Each call has a timeout budget (Options.Timeout, default 50 ms) on top of the
 // caller's context. go-redis honours context deadlines only when its client is made
 // with ContextTimeoutEnabled: true, so New and NewLua refuse a client without it.
@@ -111,7 +116,12 @@ type Client struct {
 // ErrWrongType).
 type backend interface {
 	decide(ctx context.Context, key string, r algo.Request) (algo.Decision, error)
+	// decideAll decides the rules all or nothing, one decision per rule.
+	decideAll(ctx context.Context, rules []algo.Rule) (bool, []algo.Decision, error)
 	reset(ctx context.Context, key string) error
+	acquire(ctx context.Context, key string, r algo.LeaseRequest) (algo.LeaseDecision, error)
+	release(ctx context.Context, key, id string) (bool, error)
+	renew(ctx context.Context, key, id string, duration int64) (bool, error)
 }
 
 // New returns a Client for rlserver, using its native RL.* commands through rdb: a

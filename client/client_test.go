@@ -419,9 +419,15 @@ func TestUnavailable(t *testing.T) {
 			if err := c.Reset(tc.ctx, "k"); !errors.Is(err, client.ErrUnavailable) {
 				t.Fatalf("Reset: %v, want ErrUnavailable", err)
 			}
+			if _, err := c.AllowAll(tc.ctx, client.Rule{Key: "k", Limit: client.Fixed(1, sec)}); !errors.Is(err, client.ErrUnavailable) {
+				t.Fatalf("AllowAll: %v, want ErrUnavailable", err)
+			}
+			if l, err := c.Acquire(tc.ctx, "k", 1, sec); l != nil || !errors.Is(err, client.ErrUnavailable) {
+				t.Fatalf("Acquire: %v, %v; want ErrUnavailable", l, err)
+			}
 			// A bounded real-clock check: the 50 ms budget, not go-redis's 3 s ReadTimeout.
 			if d := time.Since(began); d > 2*sec {
-				t.Fatalf("two calls took %v with a 50 ms budget each", d)
+				t.Fatalf("four calls took %v with a 50 ms budget each", d)
 			}
 		})
 	}
@@ -519,4 +525,14 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	spreadKeys(t, c, addrs)
+	// AllowAll's keys must share a slot: a hash tag makes them, else CROSSSLOT.
+	l := client.Fixed(2, hour)
+	res, err := c.AllowAll(ctx, client.Rule{Key: "{user:7}:a", Limit: l}, client.Rule{Key: "{user:7}:b", Limit: l})
+	if err != nil || !res.Allowed {
+		t.Fatalf("AllowAll on one hash tag: %+v, %v", res, err)
+	}
+	if _, err := c.AllowAll(ctx, client.Rule{Key: "user:1", Limit: l}, client.Rule{Key: "user:2", Limit: l}); !errors.Is(err, client.ErrBadLimit) ||
+		!strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("AllowAll over two slots: %v, want ErrBadLimit (CROSSSLOT)", err)
+	}
 }

@@ -143,3 +143,55 @@ func ExampleLeaky() {
 	// go in 1s
 	// denied, the queue has room in 500ms
 }
+
+// AllowAll checks a request against several limits at once: if one refuses, none
+// consumes, so a request denied by its IP's limit does not use up its user's.
+func ExampleClient_AllowAll() {
+	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 3 {
+		res, err := c.AllowAll(ctx,
+			client.Rule{Key: "user:42", Limit: client.Fixed(100, time.Minute)},
+			client.Rule{Key: "ip:203.0.113.7", Limit: client.Token(2, time.Second)})
+		if err != nil {
+			log.Fatal(err)
+		}
+		user, ip := res.Results[0], res.Results[1]
+		fmt.Printf("allowed=%v user remaining=%d ip remaining=%d ip retry after %v\n",
+			res.Allowed, user.Remaining, ip.Remaining, ip.RetryAfter)
+	}
+	// Output:
+	// allowed=true user remaining=99 ip remaining=1 ip retry after 0s
+	// allowed=true user remaining=98 ip remaining=0 ip retry after 0s
+	// allowed=false user remaining=97 ip remaining=0 ip retry after 500ms
+}
+
+// Acquire limits the requests in flight: at most 2 exports at once per customer. A
+// lease ends by itself after its time, so a process that crashes holding one does not
+// keep its place for ever.
+func ExampleClient_Acquire() {
+	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 3 {
+		lease, err := c.Acquire(ctx, "exports:acme", 2, time.Minute)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer lease.Release(ctx) // does nothing for a lease not acquired
+		if !lease.Acquired {
+			fmt.Println("busy, a place frees in", lease.RetryAfter)
+			continue
+		}
+		fmt.Println("acquired, remaining", lease.Remaining)
+	}
+	// Output:
+	// acquired, remaining 1
+	// acquired, remaining 0
+	// busy, a place frees in 1m0s
+}

@@ -43,3 +43,7 @@ func embeddedClient(t testing.TB, real bool) *client.Client {
 
 // itoa is strconv.Itoa, for building expected headers.
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// testTimeout is the middleware's budget in tests that are not about failures: roomy,
+// for a loaded machine under -race, where 50 ms would fail requests open.
+const testTimeout = 5 * time.Second

@@ -4,11 +4,19 @@
 // A request is checked against several dimensions, each its own limit and its own
 // key: the user (a function of yours: most precise, but a login endpoint has no user
 // yet), the client IP (protects public endpoints; X-Forwarded-For is read only from
-// trusted proxies), the route (protects what is expensive), or a combination. The
-// dimensions are checked in order and the first denial answers. An allowed dimension
-// has consumed its unit by then, and a later denial does not give it back: order the
-// dimensions from the most likely to deny. (RL.ALL, issue 8, will decide them all at
-// once.)
+// trusted proxies), the route (protects what is expensive), or a combination. All of
+// them are decided in one call, all or nothing (client.AllowAll, RL.ALL): a request
+// is served only if every dimension admits it, and a request that one dimension
+// refuses consumes nothing in the others. (On a Redis Cluster, that call's keys must
+// share a slot: see Config.Prefix.)
+//
+// Config.Concurrency adds a limit on the requests in flight per key (client.Acquire,
+// RL.ACQUIRE): a request the rate limits admit takes a lease, and gives it back when
+// the handler returns (or panics). A lease ends by itself after Concurrency.Lease,
+// so an instance that dies mid-request does not keep its places. When every place is
+// taken the request gets a 429 whose body says "concurrency_limited", with the time
+// until the earliest lease ends. The rate dimensions have consumed the request's
+// units by then: RL.ALL cannot take a lease.
 //
 // A denied request gets:
 //
@@ -24,19 +32,22 @@
 //	{"error":"rate_limited","retryAfterMs":2}
 //
 // The body holds the exact wait in ms: Retry-After cannot say less than a second, and
-// clients all told "1" would all come back at the same instant. An allowed request
-// carries the same informational headers, those of its most restrictive dimension
-// (the least remaining). RateLimit-Policy and RateLimit follow the IETF draft
+// clients all told "1" would all come back at the same instant. The X-RateLimit
+// fields are the denying dimension's (of several, the one with the longest wait: the
+// request passes only when all admit). An allowed request carries the same
+// informational headers, those of its most restrictive dimension (the least
+// remaining). RateLimit-Policy and RateLimit follow the IETF draft
 // (draft-ietf-httpapi-ratelimit-headers-11, structured fields): one item per dimension,
 // named by the dimension, with q the limit's quota (client.Limit.Quota) and w its
 // window in seconds (left out when the window is not whole seconds: the field has no
 // finer unit); r the remaining quota and t the seconds until it is full again, or,
-// for the dimension that denied, until the request may be retried, as the draft asks
-// (Retry-After is never earlier than the end of t).
+// for a dimension that denied, until the request may be retried, as the draft asks
+// (Retry-After is never earlier than the end of t). On a denied request, a dimension
+// that admitted shows the r it would have left, had the request passed.
 //
 // A Leaky dimension shapes rather than refuses: an allowed request waits its turn
 // (client.Result.RetryAfter) before the handler runs, and a client that leaves
-// meanwhile is not served.
+// meanwhile is not served. It holds its concurrency lease while it waits.
 //
 // Health checks bypass the limiter (Config.HealthPaths): a limiter that sheds them gets
 // the node pulled from the load balancer, its load moved to the others, and so on.
@@ -47,7 +58,8 @@
 // without X-RateLimit fields, there being no figures to give. Not 503: that would
 // tell the load balancer this node is sick, when it is the shared limiter that is. Failures are counted in
 // Stats and logged at most once per Config.LogInterval, with the count since the last
-// line: a dead limiter under load must not become a flood of log lines.
+// line: a dead limiter under load must not become a flood of log lines. A request
+// that fails open is served without a concurrency lease.
 package middleware
 
 import (
@@ -93,7 +105,7 @@ const (
 	ByRoute
 )
 
-// Dimension is one limit applied to requests, keyed by what By says. Its keys are
+// Dimension is one rate limit applied to requests, keyed by what By says. Its keys are
 // Config.Prefix, the name, ':', then the parts in the order user, IP, route, joined
 // by '|' ('|' and '\' within a part escaped by '\'): rl:user:alice,
 // rl:search:203.0.113.7|GET /search. redis-cli finds them with SCAN MATCH 'rl:user:*'.
@@ -107,13 +119,31 @@ type Dimension struct {
 	Limit client.Limit
 }
 
-// Config configures a Limiter. Client and Dimensions are required; every other zero
-// field takes its default.
+// Concurrency limits the requests in flight per key, keyed by what By says, as a
+// Dimension's keys are (its Name must differ from theirs).
+type Concurrency struct {
+	// Name starts the key: letters, digits, '_', '-' and '.'.
+	Name string
+	// By is what the key is made of, e.g. ByUser or ByIP.
+	By Keys
+	// Limit is the most requests of one key served at once.
+	Limit int
+	// Lease is how long a request's place lasts if it is never given back (its
+	// instance died): a whole number of milliseconds, longer than the slowest request.
+	// A request that runs longer is still served, but its place may be taken.
+	Lease time.Duration
+}
+
+// Config configures a Limiter. Client is required, and Dimensions or Concurrency;
+// every other zero field takes its default.
 type Config struct {
 	// Client makes the calls, on any backend.
 	Client *client.Client
-	// Dimensions are checked in this order; the first that denies answers.
+	// Dimensions are the rate limits, all decided at once. Their order is that of the
+	// RateLimit-Policy and RateLimit items.
 	Dimensions []Dimension
+	// Concurrency, if not nil, limits the requests in flight per key.
+	Concurrency *Concurrency
 	// User returns the request's user key ("" for none): required if a dimension is
 	// ByUser. It runs before your handlers, so it reads what the request carries (a
 	// verified token, an API key), not what later middleware would set.
@@ -139,14 +169,17 @@ type Config struct {
 	// LogInterval is the least time between two failure lines; 0 means DefaultLogInterval.
 	LogInterval time.Duration
 	// Prefix starts every key, so limiter keys stay apart from others on a shared
-	// Redis; "" means DefaultPrefix.
+	// Redis; "" means DefaultPrefix. On a Redis Cluster with more than one dimension,
+	// make it a hash tag such as "{rl}:": one call decides every dimension, and its
+	// keys must share a slot (the limiter's keys then all live on one node).
 	Prefix string
 }
 
 // Stats counts the requests a Limiter has seen. Every request is in exactly one count.
 type Stats struct {
-	Allowed  uint64 // passed on: every dimension that applies allowed it
+	Allowed  uint64 // passed on: every dimension that applies allowed it, and it had a place
 	Limited  uint64 // answered 429 because a dimension denied it
+	Busy     uint64 // answered 429 because its Concurrency key had no place free
 	Bypassed uint64 // health checks, not limited
 	Failed   uint64 // the limiter failed or timed out: served (fail open) or 429 (fail closed)
 }
@@ -155,6 +188,7 @@ type Stats struct {
 type Limiter struct {
 	client      *client.Client
 	dims        []dimension
+	conc        *concurrency // nil without Config.Concurrency
 	needs       Keys
 	user        func(*http.Request) string
 	route       func(*http.Request) string
@@ -169,9 +203,15 @@ type Limiter struct {
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
 
-	allowed, limited, bypassed, failed atomic.Uint64
-	lastLog                            atomic.Int64  // unix ns of the last failure line, 0 before any
-	loggedFailures                     atomic.Uint64 // failed, as of the last line
+	allowed, limited, busy, bypassed, failed atomic.Uint64
+	lastLog                                  atomic.Int64  // unix ns of the last failure line, 0 before any
+	loggedFailures                           atomic.Uint64 // failed, as of the last line
+}
+
+// concurrency is Config.Concurrency with its key prefix made once.
+type concurrency struct {
+	Concurrency
+	prefix string // Config.Prefix + Name + ":"
 }
 
 // dimension is a Dimension with its header text made once.
@@ -187,8 +227,8 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("middleware: Config.Client is required")
 	}
-	if len(cfg.Dimensions) == 0 {
-		return nil, errors.New("middleware: Config.Dimensions is empty: nothing to limit")
+	if len(cfg.Dimensions) == 0 && cfg.Concurrency == nil {
+		return nil, errors.New("middleware: Config.Dimensions is empty and Config.Concurrency nil: nothing to limit")
 	}
 	l := &Limiter{
 		client:      cfg.Client,
@@ -215,25 +255,34 @@ func New(cfg Config) (*Limiter, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
+	if len(cfg.Dimensions) > maxDimensions {
+		return nil, fmt.Errorf("middleware: %d dimensions, at most %d: one call decides them all", len(cfg.Dimensions), maxDimensions)
+	}
 	seen := map[string]bool{}
 	for _, d := range cfg.Dimensions {
-		switch {
-		case !validName(d.Name):
-			return nil, fmt.Errorf("middleware: dimension name %q: use letters, digits, '_', '-' and '.'", d.Name)
-		case seen[d.Name]:
-			return nil, fmt.Errorf("middleware: two dimensions are named %q", d.Name)
-		case d.By == 0 || d.By&^(ByUser|ByIP|ByRoute) != 0:
-			return nil, fmt.Errorf("middleware: dimension %q: By must combine ByUser, ByIP and ByRoute, got %d", d.Name, d.By)
-		case d.By&ByUser != 0 && cfg.User == nil:
-			return nil, fmt.Errorf("middleware: dimension %q is ByUser: Config.User is required", d.Name)
+		if err := checkKeyed("dimension", d.Name, d.By, seen, cfg.User != nil); err != nil {
+			return nil, err
 		}
 		if err := d.Limit.Validate(); err != nil {
 			return nil, fmt.Errorf("middleware: dimension %q: %w", d.Name, err)
 		}
-		seen[d.Name] = true
 		l.needs |= d.By
 		l.dims = append(l.dims, dimension{Dimension: d, prefix: prefix + d.Name + ":",
 			policy: policyItem(d), item: `"` + d.Name + `";r=`})
+	}
+	if c := cfg.Concurrency; c != nil {
+		if err := checkKeyed("concurrency", c.Name, c.By, seen, cfg.User != nil); err != nil {
+			return nil, err
+		}
+		switch {
+		case c.Limit < 1:
+			return nil, fmt.Errorf("middleware: concurrency %q: Limit must be at least 1, got %d", c.Name, c.Limit)
+		case c.Lease < time.Millisecond || c.Lease > maxLease || c.Lease%time.Millisecond != 0:
+			return nil, fmt.Errorf("middleware: concurrency %q: Lease must be a whole number of milliseconds from 1ms to %v, got %v",
+				c.Name, maxLease, c.Lease)
+		}
+		l.needs |= c.By
+		l.conc = &concurrency{Concurrency: *c, prefix: prefix + c.Name + ":"}
 	}
 	for _, p := range cfg.TrustedProxies {
 		cidr, err := parsePrefix(p)
@@ -250,6 +299,29 @@ func New(cfg Config) (*Limiter, error) {
 		l.health[p] = true
 	}
 	return l, nil
+}
+
+// Bounds of the configuration: RL.ALL's rules, RL.ACQUIRE's lease_ms.
+const (
+	maxDimensions = 64
+	maxLease      = 365 * 24 * time.Hour
+)
+
+// checkKeyed checks the name and By of a dimension or of the concurrency limit, and
+// records the name in seen: names start the keys, so two alike would share keys.
+func checkKeyed(what, name string, by Keys, seen map[string]bool, haveUser bool) error {
+	switch {
+	case !validName(name):
+		return fmt.Errorf("middleware: %s name %q: use letters, digits, '_', '-' and '.'", what, name)
+	case seen[name]:
+		return fmt.Errorf("middleware: two dimensions are named %q", name)
+	case by == 0 || by&^(ByUser|ByIP|ByRoute) != 0:
+		return fmt.Errorf("middleware: %s %q: By must combine ByUser, ByIP and ByRoute, got %d", what, name, by)
+	case by&ByUser != 0 && !haveUser:
+		return fmt.Errorf("middleware: %s %q is ByUser: Config.User is required", what, name)
+	}
+	seen[name] = true
+	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -316,7 +388,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Stats returns the counts so far.
 func (l *Limiter) Stats() Stats {
-	return Stats{Allowed: l.allowed.Load(), Limited: l.limited.Load(), Bypassed: l.bypassed.Load(), Failed: l.failed.Load()}
+	return Stats{Allowed: l.allowed.Load(), Limited: l.limited.Load(), Busy: l.busy.Load(), Bypassed: l.bypassed.Load(),
+		Failed: l.failed.Load()}
 }
 
 // Handler returns next behind the limiter.
@@ -347,54 +420,49 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		route = l.route(r)
 	}
 
-	// Every dimension with a key applies, and is announced in RateLimit-Policy, even if
-	// an earlier one denies before it is checked.
+	// Every dimension with a key applies, is announced in RateLimit-Policy, and is
+	// decided in the one call.
 	var applies []*dimension
-	var keys, policies []string
+	var rules []client.Rule
+	var policies []string
 	for i := range l.dims {
 		d := &l.dims[i]
-		if key, ok := d.key(user, ip, route); ok {
+		if key, ok := makeKey(d.prefix, d.By, user, ip, route); ok {
 			applies = append(applies, d)
-			keys = append(keys, key)
+			rules = append(rules, client.Rule{Key: key, Limit: d.Limit})
 			policies = append(policies, d.policy)
 		}
 	}
 
 	ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
-	answers := make([]decided, 0, len(applies))
+	defer cancel()
+	var answers []decided
 	var failure error
-	for i, d := range applies {
-		res, err := l.client.Allow(ctx, keys[i], d.Limit)
+	if len(rules) > 0 {
+		all, err := l.client.AllowAll(ctx, rules...)
 		if err != nil {
-			failure = fmt.Errorf("dimension %q: %w", d.Name, err)
-			break
+			failure = fmt.Errorf("dimensions %s: %w", names(applies), err)
 		}
-		answers = append(answers, decided{d, res})
-		if !res.Allowed {
-			break
+		for i, res := range all.Results {
+			answers = append(answers, decided{applies[i], res})
 		}
 	}
-	cancel()
 
 	h := w.Header()
 	if failure != nil {
 		l.fail(r, failure)
 		if l.failClosed {
 			h.Set("Retry-After", "1")
-			writeDenied(w, time.Second)
+			writeDenied(w, "rate_limited", time.Second)
 			return
 		}
 	}
-	if n := len(answers); n > 0 && !answers[n-1].res.Allowed {
-		denied := answers[n-1]
+	if denied, ok := longestDenial(answers); ok {
 		l.limited.Add(1)
 		setHeaders(h, policies, answers, denied)
 		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(denied.res.RetryAfter, time.Second)), 10))
-		writeDenied(w, denied.res.RetryAfter)
+		writeDenied(w, "rate_limited", denied.res.RetryAfter)
 		return
-	}
-	if failure == nil {
-		l.allowed.Add(1)
 	}
 	var wait time.Duration
 	if len(answers) > 0 {
@@ -404,25 +472,99 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 			wait = max(wait, a.res.RetryAfter)
 		}
 	}
+	failed := failure != nil // and served: fail open
+	if l.conc != nil && !failed {
+		var lease *client.Lease
+		var answered bool
+		if lease, failed, answered = l.acquire(ctx, w, r, user, ip, route); answered {
+			return
+		}
+		// Given back however the handler ends, a panic included, on a context of its
+		// own: the request's may be done. A failed release is not retried, nor
+		// counted (the request already is): the lease ends by itself at its deadline.
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), l.timeout)
+			defer cancel()
+			lease.Release(ctx)
+		}()
+	}
+	cancel() // the limiter's calls are done: no timer through the handler
+	if !failed {
+		l.allowed.Add(1)
+	}
 	if wait > 0 && l.sleep(r.Context(), wait) != nil {
 		return // the client left while waiting
 	}
 	next.ServeHTTP(w, r)
 }
 
-// key is d's key for a request with these parts; false if it lacks one (no user).
-func (d *dimension) key(user, ip, route string) (string, bool) {
-	if d.By&ByUser != 0 && user == "" {
+// acquire takes the request's concurrency lease, or answers the request: 429 when
+// the key has no place, or the failure mode's answer. failed reports a failure,
+// counted and logged; answered that the request got its answer. lease is nil when
+// there is none to give back (no key, a failure): Release does nothing on nil.
+func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Request, user, ip, route string) (lease *client.Lease, failed, answered bool) {
+	key, ok := makeKey(l.conc.prefix, l.conc.By, user, ip, route)
+	if !ok {
+		return nil, false, false
+	}
+	lease, err := l.client.Acquire(ctx, key, l.conc.Limit, l.conc.Lease)
+	h := w.Header()
+	switch {
+	case err != nil:
+		l.fail(r, fmt.Errorf("concurrency %q: %w", l.conc.Name, err))
+		if l.failClosed {
+			h.Set("Retry-After", "1")
+			writeDenied(w, "rate_limited", time.Second)
+		}
+		return nil, true, l.failClosed
+	case !lease.Acquired:
+		l.busy.Add(1)
+		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(lease.RetryAfter, time.Second)), 10))
+		writeDenied(w, "concurrency_limited", lease.RetryAfter)
+		return nil, false, true
+	}
+	return lease, false, false
+}
+
+// names lists the dimensions' names, quoted, for a failure's message.
+func names(dims []*dimension) string {
+	var b strings.Builder
+	for i, d := range dims {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(d.Name))
+	}
+	return b.String()
+}
+
+// longestDenial is, of the answers that denied, the one with the longest wait: the
+// request passes only once every dimension admits it. The first of equals.
+func longestDenial(answers []decided) (decided, bool) {
+	var denied decided
+	found := false
+	for _, a := range answers {
+		if !a.res.Allowed && (!found || a.res.RetryAfter > denied.res.RetryAfter) {
+			denied, found = a, true
+		}
+	}
+	return denied, found
+}
+
+// makeKey is the key of prefix and the parts by says, for a request with these parts;
+// false if it lacks one (no user).
+func makeKey(prefix string, by Keys, user, ip, route string) (string, bool) {
+	if by&ByUser != 0 && user == "" {
 		return "", false
 	}
 	var b strings.Builder
-	b.WriteString(d.prefix)
+	b.WriteString(prefix)
 	sep := false
 	for _, part := range []struct {
 		by    Keys
 		value string
 	}{{ByUser, user}, {ByIP, ip}, {ByRoute, route}} {
-		if d.By&part.by == 0 {
+		if by&part.by == 0 {
 			continue
 		}
 		if sep {
@@ -458,7 +600,7 @@ func mostRestrictive(answers []decided) decided {
 }
 
 // setHeaders writes the informational headers: X-RateLimit-* of shown, and the IETF
-// fields of every dimension that applies (RateLimit-Policy) and answered (RateLimit).
+// fields of every dimension that applies (RateLimit-Policy, RateLimit).
 func setHeaders(h http.Header, policies []string, answers []decided, shown decided) {
 	h.Set("X-RateLimit-Limit", strconv.Itoa(shown.res.Limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(shown.res.Remaining))
@@ -481,11 +623,12 @@ func setHeaders(h http.Header, policies []string, answers []decided, shown decid
 	h.Set("RateLimit", b.String())
 }
 
-// writeDenied writes the 429 and its body, retry rounded up to the ms.
-func writeDenied(w http.ResponseWriter, retry time.Duration) {
+// writeDenied writes the 429 and its body, with the error code ("rate_limited",
+// "concurrency_limited") and retry rounded up to the ms.
+func writeDenied(w http.ResponseWriter, code string, retry time.Duration) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusTooManyRequests)
-	body := append([]byte(`{"error":"rate_limited","retryAfterMs":`), strconv.FormatInt(ceilDiv(retry, time.Millisecond), 10)...)
+	body := append([]byte(`{"error":"`+code+`","retryAfterMs":`), strconv.FormatInt(ceilDiv(retry, time.Millisecond), 10)...)
 	w.Write(append(body, '}'))
 }
 

@@ -82,20 +82,31 @@ func TestHeaders(t *testing.T) {
 			"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "9", "X-RateLimit-Reset": "6",
 			"RateLimit-Policy": `"ip";q=100;w=60, "user";q=10;w=60`, "RateLimit": `"ip";r=99;t=60, "user";r=9;t=6`,
 		}},
-		{"second denies, first consumed", []middleware.Dimension{ip, small}, func(ctx context.Context, c *client.Client) error {
+		{"second denies, first not consumed", []middleware.Dimension{ip, small}, func(ctx context.Context, c *client.Client) error {
 			_, err := c.AllowN(ctx, "rl:user:carol", small.Limit, 10)
 			return err
 		}, "/limited?user=carol", 429, `{"error":"rate_limited","retryAfterMs":6000}`, map[string]string{
 			"Retry-After": "6", "X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "60",
 			"RateLimit-Policy": `"ip";q=100;w=60, "user";q=10;w=60`, "RateLimit": `"ip";r=99;t=60, "user";r=0;t=6`,
 		}},
-		{"first denies, second announced", []middleware.Dimension{small, ip}, func(ctx context.Context, c *client.Client) error {
+		{"first denies, second what it would leave", []middleware.Dimension{small, ip}, func(ctx context.Context, c *client.Client) error {
 			_, err := c.AllowN(ctx, "rl:user:dave", small.Limit, 10)
 			return err
 		}, "/limited?user=dave", 429, `{"error":"rate_limited","retryAfterMs":6000}`, map[string]string{
 			"Retry-After": "6", "X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "60",
-			"RateLimit-Policy": `"user";q=10;w=60, "ip";q=100;w=60`, "RateLimit": `"user";r=0;t=6`,
+			"RateLimit-Policy": `"user";q=10;w=60, "ip";q=100;w=60`, "RateLimit": `"user";r=0;t=6, "ip";r=99;t=60`,
 		}},
+		{"both deny, the longer wait answers", []middleware.Dimension{small, {Name: "ip", By: middleware.ByIP, Limit: client.Fixed(1, minute)}},
+			func(ctx context.Context, c *client.Client) error {
+				if _, err := c.AllowN(ctx, "rl:user:frank", small.Limit, 10); err != nil {
+					return err
+				}
+				_, err := c.Allow(ctx, "rl:ip:192.0.2.1", client.Fixed(1, minute))
+				return err
+			}, "/limited?user=frank", 429, `{"error":"rate_limited","retryAfterMs":60000}`, map[string]string{
+				"Retry-After": "60", "X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "60",
+				"RateLimit-Policy": `"user";q=10;w=60, "ip";q=1;w=60`, "RateLimit": `"user";r=0;t=6, "ip";r=0;t=60`,
+			}},
 		{"sub-second window has no w", []middleware.Dimension{{Name: "burst", By: middleware.ByRoute, Limit: client.Token(5, 500*time.Millisecond)}},
 			nil, "/limited", 200, "ok", map[string]string{
 				"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4", "X-RateLimit-Reset": "1",
@@ -115,7 +126,7 @@ func TestHeaders(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := embeddedClient(t, false)
-			lim, err := middleware.New(middleware.Config{Client: c, Dimensions: tc.dims, User: userParam})
+			lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: c, Dimensions: tc.dims, User: userParam})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +144,7 @@ func TestHeaders(t *testing.T) {
 
 // TestStats: every request lands in exactly one count.
 func TestStats(t *testing.T) {
-	lim, err := middleware.New(middleware.Config{Client: embeddedClient(t, false), User: userParam,
+	lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: embeddedClient(t, false), User: userParam,
 		Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Fixed(2, minute)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +175,10 @@ func TestBackends(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			c := b.open(t)
-			lim, err := middleware.New(middleware.Config{Client: c, User: userParam, Dimensions: []middleware.Dimension{
-				{Name: "user", By: middleware.ByUser | middleware.ByRoute, Limit: client.GCRA(3, minute, 3)}}})
+			// One request of a user at a time: each gives its lease back, or the next is refused.
+			lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: c, User: userParam, Dimensions: []middleware.Dimension{
+				{Name: "user", By: middleware.ByUser | middleware.ByRoute, Limit: client.GCRA(3, minute, 3)}},
+				Concurrency: &middleware.Concurrency{Name: "inflight", By: middleware.ByUser, Limit: 1, Lease: minute}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,35 +231,48 @@ func TestFailure(t *testing.T) {
 	dead, stalled := testenv.DeadAddr(t), testenv.StalledAddr(t)
 	for _, addr := range []string{dead, stalled} {
 		for _, closed := range []bool{false, true} {
-			name := map[string]string{dead: "refused", stalled: "stalled"}[addr] + map[bool]string{false: " open", true: " closed"}[closed]
-			t.Run(name, func(t *testing.T) {
-				lim, err := middleware.New(middleware.Config{
+			for _, conc := range []bool{false, true} {
+				name := map[string]string{dead: "refused", stalled: "stalled"}[addr] + map[bool]string{false: " open", true: " closed"}[closed] +
+					map[bool]string{false: "", true: " concurrency"}[conc]
+				cfg := middleware.Config{
 					Client: networkClient(t, addr, false, 0), User: userParam, FailClosed: closed, Timeout: 30 * time.Millisecond,
 					Logger:     slog.New(slog.DiscardHandler),
 					Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Token(5, sec)}},
-				})
-				if err != nil {
-					t.Fatal(err)
 				}
-				began := time.Now()
-				rec := httptest.NewRecorder()
-				lim.Handler(ok).ServeHTTP(rec, httptest.NewRequest("GET", "/x?user=u", nil))
-				// A bounded real-clock check: the 30 ms budget holds, not go-redis's 3 s ReadTimeout.
-				if d := time.Since(began); d > 2*sec {
-					t.Errorf("the request took %v with a 30 ms budget", d)
+				if conc {
+					cfg.Dimensions = nil
+					cfg.Concurrency = &middleware.Concurrency{Name: "inflight", By: middleware.ByUser, Limit: 5, Lease: sec}
 				}
-				if closed {
-					checkResponse(t, rec, 429, `{"error":"rate_limited","retryAfterMs":1000}`,
-						map[string]string{"Retry-After": "1", "Content-Type": "application/json"})
-				} else {
-					checkResponse(t, rec, 200, "ok", nil)
-				}
-				if got := lim.Stats(); got != (middleware.Stats{Failed: 1}) {
-					t.Errorf("Stats() = %+v, want one failure only", got)
-				}
-			})
+				failure(t, name, cfg)
+			}
 		}
 	}
+}
+
+// failure serves one request with cfg, whose backend fails, as TestFailure wants.
+func failure(t *testing.T, name string, cfg middleware.Config) {
+	t.Run(name, func(t *testing.T) {
+		lim, err := middleware.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		rec := httptest.NewRecorder()
+		lim.Handler(ok).ServeHTTP(rec, httptest.NewRequest("GET", "/x?user=u", nil))
+		// A bounded real-clock check: the 30 ms budget holds, not go-redis's 3 s ReadTimeout.
+		if d := time.Since(began); d > 2*sec {
+			t.Errorf("the request took %v with a 30 ms budget", d)
+		}
+		if cfg.FailClosed {
+			checkResponse(t, rec, 429, `{"error":"rate_limited","retryAfterMs":1000}`,
+				map[string]string{"Retry-After": "1", "Content-Type": "application/json"})
+		} else {
+			checkResponse(t, rec, 200, "ok", nil)
+		}
+		if got := lim.Stats(); got != (middleware.Stats{Failed: 1}) {
+			t.Errorf("Stats() = %+v, want one failure only", got)
+		}
+	})
 }
 
 // TestFailureLog: failures are logged once per interval, each line counting the
@@ -287,7 +313,7 @@ func TestFailureLog(t *testing.T) {
 	}
 	now = now.Add(9 * sec)
 	request()
-	if ls := lines(); len(ls) != 1 || ls[0].Failures != 1 || !strings.Contains(ls[0].Error, `dimension "user"`) {
+	if ls := lines(); len(ls) != 1 || ls[0].Failures != 1 || !strings.Contains(ls[0].Error, `dimensions "user"`) {
 		t.Fatalf("after 6 failures within 9 s: %+v, want one line, for the first", ls)
 	}
 	now = now.Add(sec)
@@ -301,7 +327,7 @@ func TestFailureLog(t *testing.T) {
 // TestLeakyWait: a Leaky dimension makes allowed requests wait their turn, and a
 // client that leaves while waiting is not served.
 func TestLeakyWait(t *testing.T) {
-	lim, err := middleware.New(middleware.Config{Client: embeddedClient(t, false), User: userParam,
+	lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: embeddedClient(t, false), User: userParam,
 		Dimensions: []middleware.Dimension{{Name: "queue", By: middleware.ByUser, Limit: client.Leaky(10, sec, 2)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +363,7 @@ func TestLeakyWait(t *testing.T) {
 }
 
 func TestClientIP(t *testing.T) {
-	lim, err := middleware.New(middleware.Config{Client: embeddedClient(t, false),
+	lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: embeddedClient(t, false),
 		TrustedProxies: []string{"10.0.0.0/8", "2001:db8:ffff::/48", "192.0.2.10"},
 		Dimensions:     []middleware.Dimension{{Name: "ip", By: middleware.ByIP, Limit: client.Fixed(1, sec)}}})
 	if err != nil {
@@ -383,7 +409,7 @@ func TestClientIP(t *testing.T) {
 func TestKeys(t *testing.T) {
 	c := embeddedClient(t, false)
 	limit := client.Fixed(1, minute)
-	lim, err := middleware.New(middleware.Config{Client: c, User: userParam, Prefix: "app1:",
+	lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: c, User: userParam, Prefix: "app1:",
 		Route:      func(r *http.Request) string { return r.URL.Query().Get("route") },
 		Dimensions: []middleware.Dimension{{Name: "pair", By: middleware.ByUser | middleware.ByRoute, Limit: limit}}})
 	if err != nil {
@@ -425,6 +451,22 @@ func TestNew(t *testing.T) {
 		{"bad limit", middleware.Config{Client: c, Dimensions: []middleware.Dimension{{Name: "x", By: middleware.ByIP, Limit: client.Fixed(0, sec)}}}, "rl.fixed limit must be"},
 		{"bad proxy", middleware.Config{Client: c, Dimensions: good, TrustedProxies: []string{"10.0.0.0/33"}}, "trusted proxy"},
 		{"negative timeout", middleware.Config{Client: c, Dimensions: good, Timeout: -1}, "must not be negative"},
+		{"concurrency only", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1, Lease: sec}}, ""},
+		{"concurrency named as a dimension", middleware.Config{Client: c, Dimensions: good,
+			Concurrency: &middleware.Concurrency{Name: "ip", By: middleware.ByIP, Limit: 1, Lease: sec}}, `two dimensions are named "ip"`},
+		{"concurrency bad name", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "a b", By: middleware.ByIP, Limit: 1, Lease: sec}}, "concurrency name"},
+		{"concurrency no By", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", Limit: 1, Lease: sec}}, "By must combine"},
+		{"concurrency ByUser without User", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByUser, Limit: 1, Lease: sec}}, "Config.User is required"},
+		{"concurrency limit 0", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Lease: sec}}, "Limit must be at least 1"},
+		{"concurrency no lease", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1}}, "Lease must be a whole number of milliseconds"},
+		{"concurrency sub-ms lease", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1, Lease: 1500 * time.Microsecond}}, "Lease must be"},
+		{"65 dimensions", middleware.Config{Client: c, Dimensions: func() []middleware.Dimension {
+			var ds []middleware.Dimension
+			for i := range 65 {
+				ds = append(ds, middleware.Dimension{Name: "d" + itoa(i), By: middleware.ByIP, Limit: client.Fixed(1, sec)})
+			}
+			return ds
+		}()}, "65 dimensions, at most 64"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -446,7 +488,7 @@ func TestNew(t *testing.T) {
 // TestConcurrent serves 200 requests from 20 goroutines against a limit of 50: exactly
 // 50 pass, under -race.
 func TestConcurrent(t *testing.T) {
-	lim, err := middleware.New(middleware.Config{Client: embeddedClient(t, true), User: userParam,
+	lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: embeddedClient(t, true), User: userParam,
 		Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Token(50, 24*time.Hour)}}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,125 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rlserver/rlserver/algo"
+)
+
+// maxLeaseID is the longest lease id the contract accepts.
+const maxLeaseID = 128
+
+// Lease is a place among a key's concurrent leases, taken by Acquire: at most limit
+// are live at once, and each ends by itself at its deadline, so a process that dies
+// holding one leaks its place for no longer than the lease's time.
+type Lease struct {
+	Key string
+	// ID names the lease: the server's when Acquire made it, the caller's with
+	// AcquireID. Empty when not Acquired.
+	ID string
+	// Acquired is true if the lease was taken (or, with AcquireID, found live and
+	// extended).
+	Acquired bool
+	// Limit is the most leases live at once on the key.
+	Limit int
+	// Remaining is how many more leases could be taken right after this call.
+	Remaining int
+	// RetryAfter is, when not Acquired, how long until a lease ends and frees a place
+	// (rounded up to the ms); 0 when Acquired.
+	RetryAfter time.Duration
+
+	client *Client
+}
+
+// Acquire takes one of limit concurrent leases on key for ttl (RL.ACQUIRE). When
+// err is nil the Lease is never nil, and
+//
+//	lease, err := c.Acquire(ctx, "export:alice", 2, time.Minute)
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	if !lease.Acquired { ... lease.RetryAfter ... }
+//
+// is always safe: Release does nothing for a lease not acquired. limit is 1 to the
+// backend's log cap (rlserver's -max-log-limit, Options.MaxLogLimit otherwise: a
+// lease costs what a log entry does); ttl is a whole number of milliseconds up to
+// 365 days. Work longer than ttl must Renew.
+func (c *Client) Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (*Lease, error) {
+	return c.acquire(ctx, key, nil, limit, ttl)
+}
+
+// AcquireID is Acquire with the lease's id chosen by the caller (1 to 128 bytes,
+// unique among the key's leases): a retry of a call whose reply was lost finds its
+// lease live and extends it, instead of taking a second place.
+func (c *Client) AcquireID(ctx context.Context, key, id string, limit int, ttl time.Duration) (*Lease, error) {
+	if len(id) == 0 || len(id) > maxLeaseID {
+		return nil, fmt.Errorf("%w: lease id must be 1 to %d bytes, got %d", ErrBadLimit, maxLeaseID, len(id))
+	}
+	return c.acquire(ctx, key, []byte(id), limit, ttl)
+}
+
+func (c *Client) acquire(ctx context.Context, key string, id []byte, limit int, ttl time.Duration) (*Lease, error) {
+	if limit < 1 || limit > maxCount {
+		return nil, fmt.Errorf("%w: lease limit must be between 1 and %d, got %d", ErrBadLimit, maxCount, limit)
+	}
+	duration, err := leaseDuration(ttl)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel, err := c.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	d, err := c.backend.acquire(ctx, key, algo.LeaseRequest{Limit: int64(limit), Duration: duration, ID: id})
+	if err != nil {
+		return nil, withContext(ctx, err)
+	}
+	return &Lease{Key: key, ID: string(d.ID), Acquired: d.Acquired, Limit: int(d.Limit), Remaining: int(d.Remaining),
+		RetryAfter: time.Duration(d.RetryAfter) * time.Millisecond, client: c}, nil
+}
+
+// Release ends the lease, freeing its place at once (RL.RELEASE). It does nothing for
+// a nil Lease or one not acquired, and nothing harmful for one already ended or
+// released: the error is only that of the call.
+func (l *Lease) Release(ctx context.Context) error {
+	if l == nil || !l.Acquired {
+		return nil
+	}
+	ctx, cancel, err := l.client.start(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	_, err = l.client.backend.release(ctx, l.Key, l.ID)
+	return withContext(ctx, err)
+}
+
+// Renew makes the live lease end ttl from now (RL.RENEW), and reports whether it was
+// still live: false if it had ended (its place may be taken), or was never acquired.
+func (l *Lease) Renew(ctx context.Context, ttl time.Duration) (bool, error) {
+	duration, err := leaseDuration(ttl)
+	if err != nil {
+		return false, err
+	}
+	if l == nil || !l.Acquired {
+		return false, nil
+	}
+	ctx, cancel, err := l.client.start(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	ok, err := l.client.backend.renew(ctx, l.Key, l.ID, duration)
+	return ok, withContext(ctx, err)
+}
+
+// leaseDuration is ttl in µs, checked as the contract checks lease_ms.
+func leaseDuration(ttl time.Duration) (int64, error) {
+	if ttl < minWindowUnit || ttl > maxWindow || ttl%minWindowUnit != 0 {
+		return 0, fmt.Errorf("%w: lease ttl must be a whole number of milliseconds from 1ms to %v (365 days), got %v",
+			ErrBadLimit, maxWindow, ttl)
+	}
+	return ttl.Microseconds(), nil
+}
