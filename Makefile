@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server soak experiments docs clean
+.PHONY: build run test bench bench-server soak experiments scale docs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -35,6 +35,12 @@ soak:
 # tables on stdout, JSON, PNG charts and summary.md in results/.
 experiments:
 	$(GO) run ./cmd/rlbench -start -out results all
+
+# Aggregate throughput of 1 vs 3 rlserver nodes (cluster mode) and of 1 redis-server vs a
+# 3-master Redis Cluster running the scripts, all started on loopback by rlbench, in turn:
+# a table on stdout, results/scale.json and results/scale.png (docs/scaling.md).
+scale: build
+	$(GO) run ./cmd/rlbench -rlserver-bin $(BIN) -out results scale
 
 # Regenerate docs/commands.md from the command table.
 docs:

@@ -17,7 +17,7 @@ import (
 var sides = []string{"redis+lua", "rlserver"}
 
 // writeCharts draws res's chart as dir/name.png, next to its JSON: boundary and
-// bench get a panel per side, memory one panel with both. Other experiments have
+// bench get a panel per side, memory and scale one panel with both. Other experiments have
 // no chart and write nothing.
 func writeCharts(dir, name string, res any) error {
 	if dir == "" {
@@ -32,6 +32,8 @@ func writeCharts(dir, name string, res any) error {
 		panels, err = benchPanels(r)
 	case memoryResult:
 		panels, err = memoryPanels(r)
+	case scaleResult:
+		panels, err = scalePanels(r)
 	default:
 		return nil
 	}

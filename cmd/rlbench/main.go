@@ -10,6 +10,12 @@
 // memory also draw results/<experiment>.png; all writes results/summary.md, each experiment's
 // headline figure beside the lesson's. Traffic goes to loopback addresses only, and every
 // loop is bounded in count and in time.
+//
+// scale, apart from all, starts its own servers (one rlserver, three in cluster mode, one
+// redis-server, a three-master Redis Cluster), each in turn, and compares their aggregate
+// throughput under the same load, writing results/scale.json and scale.png:
+//
+//	rlbench -scale-time 5s scale
 package main
 
 import (
@@ -43,6 +49,13 @@ type config struct {
 	e2eLimit   int           // e2e: the global limit per second
 	e2eTime    time.Duration // e2e: how long the load runs per side
 	e2eMax     int           // e2e: most requests per side
+
+	rlserverBin  string        // scale: rlserver binary; empty builds ./cmd/rlserver
+	scaleTime    time.Duration // scale: load time per target and round
+	scaleRounds  int           // scale: rounds over the targets
+	scaleClients int           // scale: concurrent load clients
+	scaleDepth   int           // scale: pipeline depth
+	scaleKeys    int           // scale: key space the keys are drawn from
 }
 
 // experiment is one runnable experiment of the lab.
@@ -84,6 +97,17 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if name == "scale" {
+		fmt.Fprintln(w, "== scale ==")
+		res, err := runScale(ctx, cfg, w)
+		if err != nil {
+			return fmt.Errorf("scale: %w", err)
+		}
+		if err := writeResult(cfg.out, name, res); err != nil {
+			return err
+		}
+		return writeCharts(cfg.out, name, res)
+	}
 	var todo []experiment
 	for _, e := range experiments {
 		if name == "all" || e.name == name {
@@ -91,7 +115,7 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	if len(todo) == 0 {
-		return fmt.Errorf("unknown experiment %q: want boundary, nonatomic, memory, bench, overhead, e2e or all", name)
+		return fmt.Errorf("unknown experiment %q: want boundary, nonatomic, memory, bench, overhead, e2e, all or scale", name)
 	}
 	env, err := connect(ctx, cfg)
 	if err != nil {
@@ -137,10 +161,16 @@ func parseFlags(args []string) (config, string, error) {
 	fs.IntVar(&cfg.e2eLimit, "e2e-limit", 500, "e2e: global limit per second")
 	fs.DurationVar(&cfg.e2eTime, "e2e-time", 10*time.Second, "e2e: load duration per side")
 	fs.IntVar(&cfg.e2eMax, "e2e-max", 2_000_000, "e2e: most requests per side")
+	fs.StringVar(&cfg.rlserverBin, "rlserver-bin", "", "scale: rlserver `binary` to run as nodes; empty: go build ./cmd/rlserver")
+	fs.DurationVar(&cfg.scaleTime, "scale-time", 2*time.Second, "scale: load time per target and round")
+	fs.IntVar(&cfg.scaleRounds, "scale-rounds", 3, "scale: rounds, each loading every target in turn")
+	fs.IntVar(&cfg.scaleClients, "scale-clients", 8, "scale: concurrent load clients")
+	fs.IntVar(&cfg.scaleDepth, "scale-depth", 16, "scale: RL.TOKEN calls per pipeline")
+	fs.IntVar(&cfg.scaleKeys, "scale-keys", 1_000_000, "scale: keys drawn at random from this many")
 	depths := fs.String("depths", "1,16", "bench: pipeline depths")
 	clients := fs.String("clients", "1,8", "bench: concurrent clients")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: rlbench [flags] boundary|nonatomic|memory|bench|overhead|e2e|all\n")
+		fmt.Fprintf(fs.Output(), "usage: rlbench [flags] boundary|nonatomic|memory|bench|overhead|e2e|all|scale\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -156,6 +186,15 @@ func parseFlags(args []string) (config, string, error) {
 	}
 	if cfg.clientSets, err = intList(*clients); err != nil {
 		return cfg, "", fmt.Errorf("-clients: %w", err)
+	}
+	if fs.Arg(0) == "scale" {
+		switch {
+		case cfg.rlserver != "" || cfg.redis != "":
+			return cfg, "", errors.New("scale starts its own servers: drop -rlserver and -redis")
+		case cfg.scaleTime <= 0 || cfg.scaleRounds < 1 || cfg.scaleClients < 1 || cfg.scaleDepth < 1 || cfg.scaleKeys < 1:
+			return cfg, "", errors.New("-scale-time, -scale-rounds, -scale-clients, -scale-depth and -scale-keys must be positive")
+		}
+		return cfg, "scale", nil
 	}
 	switch {
 	case cfg.start && (cfg.rlserver != "" || cfg.redis != ""):

@@ -185,6 +185,10 @@ func TestFlags(t *testing.T) {
 	check([]string{"-start", "-depths", "1,x", "bench"}, "-depths")
 	check([]string{"-start"}, "exactly one experiment")
 	check([]string{"-start", "-users", "1", "memory"}, "-users")
+	check([]string{"scale"}, "")
+	check([]string{"-redis", "127.0.0.1:6379", "scale"}, "drop -rlserver")
+	check([]string{"-scale-depth", "0", "scale"}, "must be positive")
+	check([]string{"-scale-rounds", "0", "scale"}, "must be positive")
 }
 
 func TestOverhead(t *testing.T) {
@@ -275,6 +279,51 @@ func TestAll(t *testing.T) {
 		}
 		if len(cells) != 5 || slices.Contains(cells[2:4], "-") {
 			t.Errorf("summary.md row %q: want 5 cells, both sides measured", cells)
+		}
+	}
+}
+
+// TestScale runs scale briefly: four targets in order, each answering, the clusters
+// spreading keys over all three nodes, ratios against the single node of each side.
+func TestScale(t *testing.T) {
+	testenv.RedisTool(t, "redis-cli")
+	var res scaleResult
+	const rounds, clients, depth = 2, 2, 4
+	dir := runExperiment(t, &res, "-scale-time", "200ms", "-scale-rounds", fmt.Sprint(rounds), "-scale-clients", fmt.Sprint(clients),
+		"-scale-depth", fmt.Sprint(depth), "-scale-keys", "100000", "scale")
+	checkPNG(t, dir, "scale.png")
+	want := []struct {
+		target string
+		nodes  int
+	}{{"rlserver", 1}, {"rlserver cluster", 3}, {"redis+lua", 1}, {"redis cluster+lua", 3}}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(res.Rows), len(want))
+	}
+	for i, r := range res.Rows {
+		if r.Target != want[i].target || r.Nodes != want[i].nodes || len(r.NodeKeys) != r.Nodes {
+			t.Errorf("row %d: %s, %d nodes, keys %v; want %s on %d nodes", i, r.Target, r.Nodes, r.NodeKeys, want[i].target, want[i].nodes)
+		}
+		if r.Ops <= 0 || r.PerSecond <= 0 || !(r.P50Ms > 0 && r.P50Ms <= r.P99Ms) {
+			t.Errorf("%s: %d ops at %.0f/s, p50 %v p99 %v: want ops, 0 < p50 ≤ p99", r.Target, r.Ops, r.PerSecond, r.P50Ms, r.P99Ms)
+		}
+		if len(r.Rounds) != rounds || slices.Min(r.Rounds) <= 0 || r.PerSecond < slices.Min(r.Rounds) || r.PerSecond > slices.Max(r.Rounds) {
+			t.Errorf("%s: %.0f ops/s, by round %v: want %d rounds, each answered, the whole between them", r.Target, r.PerSecond, r.Rounds, rounds)
+		}
+		var keys int64
+		for _, n := range r.NodeKeys {
+			if n <= 0 {
+				t.Errorf("%s: keys per node %v: want every node to hold keys", r.Target, r.NodeKeys)
+			}
+			keys += n
+		}
+		// Keys are drawn at random: a few repeat, and each round's first pipeline per
+		// client is not timed.
+		if untimed := rounds * clients * depth; keys < int64(r.Ops)/2 || keys > int64(r.Ops+untimed) {
+			t.Errorf("%s: %d keys after %d timed calls and %d untimed", r.Target, keys, r.Ops, untimed)
+		}
+		base := res.Rows[i-i%2] // the single node of the same side
+		if got := r.PerSecond / base.PerSecond; math.Abs(got-r.Ratio) > 1e-9 {
+			t.Errorf("%s: ratio %v, want %v", r.Target, r.Ratio, got)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
@@ -114,4 +115,26 @@ func Bulk(ctx context.Context, addr string, n int, cmd func(i int) []string, don
 		}
 	}
 	return nil
+}
+
+// FreeClusterPort returns a loopback port nobody listens on, and none on port+10000
+// either, below 55536 so that both exist: a Redis Cluster node (--cluster-enabled yes)
+// also binds port+10000 for its bus, and an ephemeral port from 127.0.0.1:0 may be
+// above 55535 (Linux hands out 32768-60999).
+func FreeClusterPort() (int, error) {
+	for range 100 {
+		port := 20000 + rand.IntN(35000)
+		a, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		b, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
+		a.Close()
+		if err != nil {
+			continue
+		}
+		b.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free port pair for a Redis Cluster node")
 }

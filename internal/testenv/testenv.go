@@ -1,5 +1,5 @@
 // Package testenv starts what the tests of several packages run against: an
-// rlserver in-process, a real redis-server, and loopback addresses that refuse or
+// rlserver in-process, a real redis-server or Redis Cluster, and loopback addresses that refuse or
 // never answer. Each helper undoes its work when its test ends.
 //
 // Tests that need Redis programs skip, saying how to install them, when the programs
@@ -14,16 +14,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/lab"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -106,28 +108,106 @@ func StartRedis(tb testing.TB, extraArgs ...string) string {
 	return ""
 }
 
-// freePort returns a loopback port nobody listens on, and none on port+10000 either,
-// below 55536 so that both exist: a Redis Cluster node (--cluster-enabled yes) also
-// binds port+10000 for its bus, and an ephemeral port from 127.0.0.1:0 may be above
-// 55535 (Linux hands out 32768-60999).
+// StartRedisCluster starts n redis-servers (n ≥ 3, Redis's least) as a Redis
+// Cluster of n masters and no replicas on free loopback ports, the 16,384 slots split
+// by redis-cli --cluster create; it returns once every node says cluster_state:ok and
+// all nodes give the same slot map, and stops them when tb ends. Without redis-server
+// or redis-cli it skips or fails tb as RedisTool does.
+func StartRedisCluster(tb testing.TB, n int) []string {
+	tb.Helper()
+	if n < 3 {
+		tb.Fatalf("StartRedisCluster: a Redis Cluster needs at least 3 masters, got %d", n)
+	}
+	cli := RedisTool(tb, "redis-cli")
+	addrs := make([]string, n)
+	for i := range addrs {
+		// nodes.conf sits in the node's own --dir: one per node, as Redis requires.
+		addrs[i] = StartRedis(tb, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
+	defer cancel()
+	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := waitClusterOK(ctx, addrs); err != nil {
+		tb.Fatal(err)
+	}
+	return addrs
+}
+
+// clusterWait bounds forming a cluster: redis-cli --cluster create waits for the
+// nodes to join (about a second on loopback), then gossip spreads the slot map.
+const clusterWait = 30 * time.Second
+
+// waitClusterOK waits until every node at addrs answers cluster_state:ok and the
+// same CLUSTER SLOTS as the first: go-redis's ClusterClient reads the map from any
+// one node, and a node that has not heard of the others yet would send it MOVED loops.
+func waitClusterOK(ctx context.Context, addrs []string) error {
+	rdbs := make([]*redis.Client, len(addrs))
+	for i, a := range addrs {
+		rdbs[i] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+		defer rdbs[i].Close()
+	}
+	var last string
+	for {
+		var first string
+		ok := true
+		for i, rdb := range rdbs {
+			info, err := rdb.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				ok, last = false, fmt.Sprintf("%s: %v %q", addrs[i], err, info)
+				break
+			}
+			slots, err := slotMap(ctx, rdb)
+			if err != nil {
+				ok, last = false, fmt.Sprintf("%s: CLUSTER SLOTS: %v", addrs[i], err)
+				break
+			}
+			if i == 0 {
+				first = slots
+			} else if slots != first {
+				ok, last = false, fmt.Sprintf("%s says %s, %s says %s", addrs[0], first, addrs[i], slots)
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the Redis Cluster did not settle within %v: %s", clusterWait, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// slotMap is a node's CLUSTER SLOTS as text, ranges in order: "0-5460@host:port ...".
+func slotMap(ctx context.Context, rdb *redis.Client) (string, error) {
+	slots, err := rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	slices.SortFunc(slots, func(a, b redis.ClusterSlot) int { return a.Start - b.Start })
+	var b strings.Builder
+	for _, s := range slots {
+		if len(s.Nodes) == 0 {
+			return "", fmt.Errorf("slots %d-%d have no node", s.Start, s.End)
+		}
+		fmt.Fprintf(&b, "%d-%d@%s ", s.Start, s.End, s.Nodes[0].Addr)
+	}
+	return b.String(), nil
+}
+
+// freePort returns a loopback port for a Redis node, cluster-capable (lab.FreeClusterPort).
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	for range 100 {
-		port := 20000 + rand.IntN(35000)
-		a, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		b, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
-		a.Close()
-		if err != nil {
-			continue
-		}
-		b.Close()
-		return port
+	port, err := lab.FreeClusterPort()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatal("no free port pair")
-	return 0
+	return port
 }
 
 // waitPing waits up to 10 s for a server at addr to answer PING, giving up early

@@ -76,3 +76,42 @@ func TestStartServerEndsAtOnce(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) { testenv.StartServer(t, resp.Config{}) })
 	}
 }
+
+// TestRedisCluster starts a three-master Redis Cluster and writes keys through a
+// ClusterClient: every master must own a third of the slots and hold some keys,
+// the sum being all of them; once the subtest has ended, no node listens.
+func TestRedisCluster(t *testing.T) {
+	const keys = 300
+	var addrs []string
+	t.Run("cluster", func(t *testing.T) {
+		addrs = testenv.StartRedisCluster(t, 3)
+		ctx := context.Background()
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
+		defer cc.Close()
+		for i := range keys {
+			if err := cc.Set(ctx, fmt.Sprint("key:", i), i, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var total int64
+		for _, a := range addrs {
+			rdb := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+			n, err := rdb.DBSize(ctx).Result()
+			info := rdb.ClusterInfo(ctx).Val()
+			rdb.Close()
+			if err != nil || n == 0 || !strings.Contains(info, "cluster_slots_assigned:16384") {
+				t.Errorf("%s: %d keys (%v), cluster info %q: want some keys, all slots assigned", a, n, err, info)
+			}
+			total += n
+		}
+		if total != keys {
+			t.Errorf("%d keys over the nodes, want %d", total, keys)
+		}
+	})
+	for _, a := range addrs {
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections after its test ended", a)
+		}
+	}
+}
