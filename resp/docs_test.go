@@ -58,9 +58,12 @@ var groupTitles = []struct{ group, title, intro string }{
 		"its state is fresh again (full remaining): no request needs to touch it, and memory returns.\n"},
 	{groupConnection, "Connection", "Enough of Redis's connection commands that clients work unchanged: " +
 		"go-redis v9 connects with `HELLO 3` and sends `CLIENT SETINFO`; RESP2 clients are served too. " +
-		"No password is configured, so authentication behaves as in a Redis without `requirepass`.\n"},
+		"With `-requirepass`, a connection authenticates with `AUTH` or `HELLO ... AUTH` before anything else, as in Redis.\n"},
 	{groupServer, "Server", "What redis-cli, redis-benchmark and client libraries ask of a server. " +
-		"There is one database (0) and no persistence.\n"},
+		"There is one database (0); `-snapshot` keeps the state across restarts.\n"},
+	{groupCluster, "Cluster", "Started with `-cluster-nodes` and `-cluster-self`, nodes share the 16384 hash slots " +
+		"and answer as Redis Cluster nodes do, so cluster clients and `redis-cli -c` work unchanged. " +
+		"Standalone, these answer Redis's \"cluster support disabled\" errors.\n"},
 }
 
 const rateLimitIntro = "Every `RL.*` command answers an array of five integers, in RESP2 and RESP3 alike:\n\n" +

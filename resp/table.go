@@ -61,6 +61,7 @@ const (
 	groupGeneric    = "generic"
 	groupConnection = "connection"
 	groupServer     = "server"
+	groupCluster    = "cluster"
 )
 
 // since is the version every command first appeared in: rlserver's first.
@@ -675,43 +676,43 @@ func init() {
 		{
 			name: "cluster", arity: -2,
 			summary: "A container for cluster commands: what Redis Cluster clients ask to find the node of a key.",
-			group:   groupServer,
+			group:   groupCluster,
 			subs: []*command{
 				{
 					name: "info", arity: 2, flags: []string{"loading", "stale"},
 					summary: "Describe the cluster in CLUSTER INFO's lines: state ok, every slot assigned, the node count and epochs.",
-					group:   groupServer, complexity: "O(1)",
+					group:   groupCluster, complexity: "O(1)",
 					run: cmdClusterInfo,
 				},
 				{
 					name: "keyslot", arity: 3, flags: []string{"loading", "stale"},
 					summary: "Answer the key's hash slot: CRC16 of the key, or of its {hash tag}, modulo 16384.",
-					group:   groupServer, complexity: "O(n) in the key's length",
+					group:   groupCluster, complexity: "O(n) in the key's length",
 					args: []arg{{name: "key", typ: "string"}},
 					run:  cmdClusterKeySlot,
 				},
 				{
 					name: "myid", arity: 2, flags: []string{"loading", "stale"},
 					summary: "Answer this node's id: the SHA-1 of its host:port in -cluster-nodes, in hex.",
-					group:   groupServer, complexity: "O(1)",
+					group:   groupCluster, complexity: "O(1)",
 					run: cmdClusterMyID,
 				},
 				{
 					name: "nodes", arity: 2, flags: []string{"loading", "stale"},
 					summary: "Describe every node in Redis's CLUSTER NODES lines: id, address, flags, epoch, slots.",
-					group:   groupServer, complexity: "O(n) in the nodes",
+					group:   groupCluster, complexity: "O(n) in the nodes",
 					run: cmdClusterNodes,
 				},
 				{
 					name: "shards", arity: 2, flags: []string{"loading", "stale"},
 					summary: "Describe every shard, one node each: its slots and the node's id, address, role and health.",
-					group:   groupServer, complexity: "O(n) in the nodes",
+					group:   groupCluster, complexity: "O(n) in the nodes",
 					run: cmdClusterShards,
 				},
 				{
 					name: "slots", arity: 2, flags: []string{"loading", "stale"},
 					summary: "Map slot ranges to nodes: first slot, last slot, [host, port, id]; cluster clients route by it.",
-					group:   groupServer, complexity: "O(n) in the nodes",
+					group:   groupCluster, complexity: "O(n) in the nodes",
 					doc: "Cluster mode: start every node with the same `-cluster-nodes host:port,host:port,...` " +
 						"and its own index in that list as `-cluster-self`. The 16384 slots are split evenly in " +
 						"the order given, or as given (`host:port@first-last` for every node). A node runs a " +
@@ -729,13 +730,13 @@ func init() {
 		{
 			name: "readonly", arity: 1, flags: []string{"fast", "loading", "stale"},
 			summary: "Allow reads from replicas, as cluster clients ask: there are none, so only OK (cluster mode).",
-			group:   groupConnection, complexity: "O(1)",
+			group:   groupCluster, complexity: "O(1)",
 			run: cmdReadWrite,
 		},
 		{
 			name: "readwrite", arity: 1, flags: []string{"fast", "loading", "stale"},
 			summary: "Stop reading from replicas, as cluster clients ask: there are none, so only OK (cluster mode).",
-			group:   groupConnection, complexity: "O(1)",
+			group:   groupCluster, complexity: "O(1)",
 			run: cmdReadWrite,
 		},
 	}
