@@ -43,6 +43,18 @@ func outcomeOf(res client.Result, err error) outcome {
 	return outcome{res: res}
 }
 
+// agreeSetup starts the three backends and the seeded random source of one agreement
+// test (stream tells the tests' sequences apart), and logs and returns the seed, to
+// replay a failure.
+func agreeSetup(t *testing.T, stream uint64) ([]backend, *rand.Rand, uint64) {
+	seed := *agreeSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (replay with -agree.seed=%d)", seed, seed)
+	return []backend{embedded(t), rlserver(t), redisLua(t)}, rand.New(rand.NewPCG(seed, stream)), seed
+}
+
 // TestBackendsAgree replays seeded random calls on the three backends, each on the
 // same frozen clock, and requires the same outcome from each, call by call: limits
 // and costs around their edges, peeks, resets, keys changing algorithm (WRONGTYPE),
@@ -50,13 +62,7 @@ func outcomeOf(res client.Result, err error) outcome {
 // rlserver and the scripts reply alike on the wire; this proves the client reads
 // them, and the embedded store, alike.
 func TestBackendsAgree(t *testing.T) {
-	seed := *agreeSeed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (replay with -agree.seed=%d)", seed, seed)
-	bs := []backend{embedded(t), rlserver(t), redisLua(t)}
-	rng := rand.New(rand.NewPCG(seed, 5))
+	bs, rng, seed := agreeSetup(t, 5)
 	limits := map[string]client.Limit{}
 	now := t0
 	ctx := context.Background()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -128,13 +127,7 @@ func TestAllowAllErrors(t *testing.T) {
 // outcome from each: rlserver's RL.ALL, the rl.all script and the embedded store's
 // DoAll decide alike, refusals and keys of another algorithm included.
 func TestBackendsAgreeAll(t *testing.T) {
-	seed := *agreeSeed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (replay with -agree.seed=%d)", seed, seed)
-	bs := []backend{embedded(t), rlserver(t), redisLua(t)}
-	rng := rand.New(rand.NewPCG(seed, 8))
+	bs, rng, seed := agreeSetup(t, 8)
 	limits := map[string]client.Limit{}
 	now := t0
 	ctx := context.Background()

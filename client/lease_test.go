@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -137,13 +136,7 @@ func TestLeaseErrors(t *testing.T) {
 // one frozen clock (acquires with and without ids, retries, releases, renewals, limits
 // changing under live leases, time passing deadlines) and requires the same answers.
 func TestBackendsAgreeLeases(t *testing.T) {
-	seed := *agreeSeed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (replay with -agree.seed=%d)", seed, seed)
-	bs := []backend{embedded(t), rlserver(t), redisLua(t)}
-	rng := rand.New(rand.NewPCG(seed, 13))
+	bs, rng, seed := agreeSetup(t, 13)
 	held := make([][]*client.Lease, len(bs)) // per backend, the leases taken, alike in order
 	now := t0
 	ctx := context.Background()

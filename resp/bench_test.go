@@ -24,14 +24,16 @@ func BenchmarkServer(b *testing.B) {
 	} {
 		for _, depth := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/P%d", bc.name, depth), func(b *testing.B) {
-				benchPipeline(b, bc.cmd, depth)
+				benchPipeline(b, Config{}, bc.cmd, depth)
 			})
 		}
 	}
 }
 
-func benchPipeline(b *testing.B, format string, depth int) {
-	ts := startServer(b, Config{})
+// benchPipeline sends format's commands (%d: the key number) over 1024 keys in
+// pipelines of depth to a server with cfg, and fails on an error reply.
+func benchPipeline(b *testing.B, cfg Config, format string, depth int) {
+	ts := startServer(b, cfg)
 	conn, err := net.Dial("tcp", ts.addr)
 	if err != nil {
 		b.Fatal(err)
@@ -69,6 +71,9 @@ func benchPipeline(b *testing.B, format string, depth int) {
 			n, err := conn.Read(rd)
 			if err != nil && err != io.EOF {
 				b.Fatal(err)
+			}
+			if bytes.HasPrefix(rd[:n], []byte("-")) || bytes.Contains(rd[:n], []byte("\n-")) {
+				b.Fatalf("an error reply: %q", rd[:n])
 			}
 			lines += bytes.Count(rd[:n], []byte("\n"))
 		}
