@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// maxLeaseID bounds a lease id given with ID: an id is stored with every lease.
-const maxLeaseID = 128
+// MaxLeaseID is the most bytes of a lease id given with ID: an id is stored with every
+// lease.
+const MaxLeaseID = 128
 
 // Lease is one lease of an RL.ACQUIRE key. A key's leases are kept sorted by Deadline,
 // soonest first.
@@ -56,7 +57,7 @@ func ParseAcquire(args [][]byte, maxLogLimit int64) (LeaseRequest, error) {
 		if !bytes.EqualFold(args[i], []byte("ID")) || i+1 == len(args) {
 			return LeaseRequest{}, errSyntax
 		}
-		if id := args[i+1]; len(id) == 0 || len(id) > maxLeaseID {
+		if id := args[i+1]; len(id) == 0 || len(id) > MaxLeaseID {
 			return LeaseRequest{}, errLeaseID
 		}
 		r.ID = args[i+1]
@@ -100,7 +101,7 @@ func parseLeaseMs(b []byte) (int64, bool) {
 func Acquire(leases []Lease, r LeaseRequest, newID []byte, now int64) ([]Lease, LeaseDecision) {
 	live := liveLeases(leases, now)
 	d := LeaseDecision{Limit: r.Limit}
-	deadline := now + r.Duration
+	deadline := leaseEnd(now, r.Duration)
 	switch i := indexOfLease(live, r.ID); {
 	case r.Limit < 1:
 		d.RetryAfter = -1 // never, as for a cost above the limit
@@ -149,7 +150,15 @@ func Renew(leases []Lease, id []byte, duration, now int64) ([]Lease, bool) {
 	if i < 0 {
 		return leases, false
 	}
-	return moveLease(dropEnded(leases, live), i, now+duration), true
+	return moveLease(dropEnded(leases, live), i, leaseEnd(now, duration)), true
+}
+
+// leaseEnd is the deadline of a lease taken or renewed at now: now + duration, capped
+// at 2^53 µs (the year 2255), where Lua's sorted-set scores, doubles, stop being exact;
+// the clock itself stops at 2^53 - 1, so the lease still lives. Lua: math.min(now +
+// duration, 2^53).
+func leaseEnd(now, duration int64) int64 {
+	return min(now+duration, maxDuration)
 }
 
 // liveLeases returns the leases whose deadline is after now: a suffix, as they are sorted.

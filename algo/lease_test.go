@@ -199,6 +199,14 @@ func TestLease(t *testing.T) {
 			{ms(6499), "RELEASE a", "1"},
 			{ms(6499), "ACQUIRE 1 1000", "1 1 0 0 n15"},
 		}},
+		// The clock stops at 2^53-1 µs; a deadline stops at 2^53, where Lua's double
+		// scores are still exact.
+		{"deadlines capped at 2^53", []leaseStep{
+			{1<<53 - 1 - base, "ACQUIRE 2 5 ID a", "1 2 1 0 a"},
+			{1<<53 - 1 - base, "ACQUIRE 1 5 ID b", "0 1 0 1 -"},
+			{1<<53 - 1 - base, "RENEW a 1000", "1"},
+			{1<<53 - 1 - base, "ACQUIRE 1 5 ID b", "0 1 0 1 -"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { runLeaseSteps(t, tt.steps) })

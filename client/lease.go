@@ -8,13 +8,11 @@ import (
 	"github.com/rlserver/rlserver/algo"
 )
 
-// maxLeaseID is the longest lease id the contract accepts.
-const maxLeaseID = 128
-
 // Lease is a place among a key's concurrent leases, taken by Acquire: at most limit
 // are live at once, and each ends by itself at its deadline, so a process that dies
 // holding one leaks its place for no longer than the lease's time.
 type Lease struct {
+	// Key is the key the lease was asked on.
 	Key string
 	// ID names the lease: the server's when Acquire made it, the caller's with
 	// AcquireID. Empty when not Acquired.
@@ -53,8 +51,8 @@ func (c *Client) Acquire(ctx context.Context, key string, limit int, ttl time.Du
 // unique among the key's leases): a retry of a call whose reply was lost finds its
 // lease live and extends it, instead of taking a second place.
 func (c *Client) AcquireID(ctx context.Context, key, id string, limit int, ttl time.Duration) (*Lease, error) {
-	if len(id) == 0 || len(id) > maxLeaseID {
-		return nil, fmt.Errorf("%w: lease id must be 1 to %d bytes, got %d", ErrBadLimit, maxLeaseID, len(id))
+	if len(id) == 0 || len(id) > algo.MaxLeaseID {
+		return nil, fmt.Errorf("%w: lease id must be 1 to %d bytes, got %d", ErrBadLimit, algo.MaxLeaseID, len(id))
 	}
 	return c.acquire(ctx, key, []byte(id), limit, ttl)
 }

@@ -48,6 +48,6 @@ if not acquired then
   local freeing = redis.call('ZRANGE', key, live - limit, live - limit, 'WITHSCORES')
   return {0, limit, 0, ms(tonumber(freeing[2]) - now), false}
 end
-redis.call('ZADD', key, string.format('%d', now + duration), 'l:' .. id)
+redis.call('ZADD', key, string.format('%d', math.min(now + duration, 2^53)), 'l:' .. id)
 keep_leases()
 return {1, limit, math.max(0, limit - live), 0, id}

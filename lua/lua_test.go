@@ -358,6 +358,13 @@ func TestLeases(t *testing.T) {
 		acquire(t0, 1, 100, binary, "[1 1 0 0 "+binary+"]"),
 		release(t0, binary, "1"),
 		raw("0", "EXISTS", "lease"),
+		// At the end of time (the clock stops at 2^53-1 µs) a deadline is capped at
+		// 2^53, where a double score is still exact: a's place is free in 1 ms.
+		acquire(1<<53-1, 2, 1, "a", "[1 2 1 0 a]"),
+		raw(fmt.Sprintf("[l:a %d]", int64(1<<53)), "ZRANGE", "lease", 0, -1, "WITHSCORES"),
+		same(acquire(1<<53-1, 1, 1, "b", "[0 1 0 1 <nil>]")),
+		renew(1<<53-1, "a", 1000, "1"),
+		raw(fmt.Sprintf("[l:a %d]", int64(1<<53)), "ZRANGE", "lease", 0, -1, "WITHSCORES"),
 	})
 }
 

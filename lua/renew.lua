@@ -17,6 +17,6 @@ if not open_leases() then return redis.error_reply(WRONGTYPE) end
 
 if not redis.call('ZSCORE', key, 'l:' .. id) then return 0 end
 -- The new deadline may be earlier than the old one: the key's end follows either way.
-redis.call('ZADD', key, 'XX', string.format('%d', now + duration), 'l:' .. id)
+redis.call('ZADD', key, 'XX', string.format('%d', math.min(now + duration, 2^53)), 'l:' .. id)
 keep_leases()
 return 1

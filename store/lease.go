@@ -12,9 +12,11 @@ import (
 // Acquire decides one RL.ACQUIRE on key (algo.Acquire) and stores the lease set: the
 // key's wheel deadline is its last lease's end, so a lease never released ends by
 // itself, and the key goes with its last lease. When r.ID is nil a new lease gets a
-// generated id: 16 lower-case hex digits of a per-store counter that starts at a
-// random value, so ids are unique within a server run (one that is taken in the key
-// already, given by a caller, is skipped). The returned ID is the caller's own copy.
+// generated id: 16 lower-case hex digits of a random number, drawn again if a lease of
+// the key has it already (a caller may have given it). Random rather than counted: a
+// caller who could predict the next ids could fill a key with them, so that every
+// generation walks the whole set again and again, or release others' leases. The
+// returned ID is the caller's own copy.
 // r.ID, when given, is 1 to 128 bytes, as algo.ParseAcquire ensures.
 func (s *Store) Acquire(key []byte, r algo.LeaseRequest, now int64) (algo.LeaseDecision, error) {
 	if len(key) > maxKeyLen {
@@ -133,7 +135,7 @@ func (sh *shard) writeLeases(key []byte, tag uint32, pos int, slot uint32, lease
 func (s *Store) newLeaseID(sh *shard, leases []algo.Lease) []byte {
 	for {
 		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], s.leaseSeq.Add(1))
+		binary.BigEndian.PutUint64(n[:], s.leaseID())
 		id := sh.newID[:hex.Encode(sh.newID[:], n[:])]
 		if !slices.ContainsFunc(leases, func(l algo.Lease) bool { return bytes.Equal(l.ID, id) }) {
 			return id

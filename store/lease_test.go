@@ -177,7 +177,8 @@ func TestLeaseIDs(t *testing.T) {
 		t.Fatalf("release of the first id: %v, %v", ok, err)
 	}
 	// A generated id a caller already took for the key is skipped.
-	s.leaseSeq.Store(0x41)
+	seq := uint64(0x41)
+	s.leaseID = func() uint64 { seq++; return seq }
 	if _, err := s.Acquire([]byte("k1"), algo.LeaseRequest{Limit: 100, Duration: sec, ID: []byte("0000000000000042")}, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func FuzzLeaseCodec(f *testing.F) {
 		leases := []algo.Lease{{Deadline: t0, ID: []byte("first")}}
 		for len(data) >= 9 {
 			step := int64(binary.LittleEndian.Uint64(data) % (1 << 40))
-			n := min(int(data[8])%(maxLeaseID+1), len(data)-9)
+			n := min(int(data[8])%(algo.MaxLeaseID+1), len(data)-9)
 			prev := leases[len(leases)-1].Deadline
 			leases = append(leases, algo.Lease{Deadline: min(prev+step, 1<<62-1), ID: data[9 : 9+n]})
 			data = data[9+n:]

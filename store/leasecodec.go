@@ -23,8 +23,7 @@ import (
 const (
 	leaseBytes    = 8 + 24 // an algo.Lease in the shard's scratch: the deadline and a slice header
 	hexIDLen      = 16     // the length of an id of the hex form
-	maxLeaseID    = 128    // the longest id RL.ACQUIRE takes
-	maxLeaseBytes = binary.MaxVarintLen64 + 2 + maxLeaseID
+	maxLeaseBytes = binary.MaxVarintLen64 + 2 + algo.MaxLeaseID
 )
 
 // leaseSize returns how many bytes leases encode to.

@@ -403,7 +403,7 @@ func (sr *snapshotReader) validLeases(set []byte, base uint64, deadline int64) b
 		idLen := head >> 1
 		if head == 1 {
 			idLen = hexIDLen / 2
-		} else if head&1 != 0 || idLen > maxLeaseID {
+		} else if head&1 != 0 || idLen > algo.MaxLeaseID {
 			return false
 		}
 		if idLen > uint64(len(src)) {

@@ -52,7 +52,6 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
-	"sync/atomic"
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/ttl"
@@ -127,7 +126,9 @@ type Store struct {
 	mask        uint64
 	maxLogLimit int64
 	monotonic   bool
-	leaseSeq    atomic.Uint64 // the last generated lease id; starts at a random value
+	// leaseID draws the number behind a generated lease id: rand.Uint64, which tests
+	// replace with a sequence.
+	leaseID func() uint64
 }
 
 // New returns an empty Store, or an error saying which setting is out of range.
@@ -152,8 +153,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("store: Policy must be PolicyVolatileTTL or PolicyNoEviction, got %d", cfg.Policy)
 	}
 	s := &Store{shards: make([]shard, cfg.Shards), mask: uint64(cfg.Shards - 1), maxLogLimit: cfg.MaxLogLimit,
-		monotonic: cfg.MonotonicTime}
-	s.leaseSeq.Store(rand.Uint64())
+		monotonic: cfg.MonotonicTime, leaseID: rand.Uint64}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.onExpire = sh.expireSlot
