@@ -118,6 +118,12 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 		if err != nil {
 			return err
 		}
+		// A node given another's index answers MOVED to itself for its own slots, and
+		// clients follow that in a loop: refuse to start instead.
+		if _, port, err := net.SplitHostPort(opts.addr); err == nil && port != "0" && port != strconv.Itoa(topo.Self().Port) {
+			return fmt.Errorf("-cluster-self %d names %s in -cluster-nodes, but -addr %s is another port: give each node its own index",
+				opts.clusterSelf, topo.Self().Addr(), opts.addr)
+		}
 		opts.cfg.Cluster = topo
 	}
 	srv, err := resp.NewServer(opts.cfg)

@@ -101,6 +101,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{addr: "127.0.0.1:0", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 2},
 		{addr: "127.0.0.1:0", clusterNodes: "127.0.0.1:7000,127.0.0.1"},
 		{addr: "127.0.0.1:0", clusterSelf: 1},
+		{addr: "127.0.0.1:7000", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 1}, // 7001 is not -addr
 	} {
 		if err := run(context.Background(), o, logger); err == nil {
 			t.Errorf("run(%+v) started", o)
