@@ -10,8 +10,8 @@ import (
 // Rule is one limit of an AllowAll call: a key, its Limit, and the request's cost
 // under it.
 type Rule struct {
-	Key   string
-	Limit Limit
+	Key   string // the rule's key: distinct from the other rules' keys
+	Limit Limit  // the limit that applies to Key
 	// Cost is the request's cost under this rule; 0 means 1. (A rule of cost 0 would
 	// always admit and change nothing: leave it out instead.)
 	Cost int

@@ -13,8 +13,8 @@ import (
 
 // Node is one rlserver of the cluster and the slots it owns.
 type Node struct {
-	Host string
-	Port int
+	Host string // as written in -cluster-nodes: what MOVED and CLUSTER SLOTS send clients to
+	Port int    // the client port, as written in -cluster-nodes
 	// ID is the node's name in CLUSTER NODES, SLOTS and SHARDS: 40 hex digits of
 	// SHA-1("host:port"), so that every node names every other one the same way
 	// without talking to it.
