@@ -1572,32 +1572,61 @@ func withoutThrottle(ks []algo.Kind) []algo.Kind {
 // clientWindowBoundary is TestWindowBoundary's timing: limit 100 per 1,000 ms, 100
 // calls 150 ms before a boundary of the 1-s grid, 100 calls 50 ms after. The fixed
 // window must admit exactly 200 in a 1-s window across the boundary, the log 100.
+// The first batch must be answered before the boundary: on a machine so loaded that it
+// is not, the round is played again at a later boundary, on fresh keys, three times at
+// most (the answers of a round that kept its timing are always checked).
 func clientWindowBoundary(t *testing.T, backends []clientBackend) {
-	ctx := context.Background()
 	ks := []algo.Kind{algo.KindFixed, algo.KindLog}
 	want := map[algo.Kind]int{algo.KindFixed: 200, algo.KindLog: 100}
+	for round := range 3 {
+		admitted, onTime, err := boundaryRound(backends, ks, fmt.Sprintf("client-boundary-%d:", round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !onTime {
+			t.Logf("round %d: the first batch was not answered before the boundary; again", round)
+			continue
+		}
+		for i, b := range backends {
+			for _, k := range ks {
+				if n := lab.MaxInWindow(admitted[i][k], time.Second); n != want[k] {
+					t.Errorf("%s %s: %d admitted in a 1-s window across the boundary, want %d", b.name, k.Command(), n, want[k])
+				}
+			}
+		}
+		return
+	}
+	t.Fatal("three rounds in a row, 200 calls took over 150 ms: the machine is too loaded to time a window boundary")
+}
+
+// boundaryRound plays one round of clientWindowBoundary on keys with prefix: the times
+// of the admitted calls per backend and kind, and whether the first batch was
+// answered before the boundary.
+func boundaryRound(backends []clientBackend, ks []algo.Kind, prefix string) ([]map[algo.Kind][]time.Time, bool, error) {
+	ctx := context.Background()
 	now := time.Now()
 	boundary := now.Truncate(time.Second).Add(time.Second)
 	if boundary.Sub(now) < 300*time.Millisecond {
 		boundary = boundary.Add(time.Second)
 	}
 	admitted := make([]map[algo.Kind][]time.Time, len(backends))
+	for i := range admitted {
+		admitted[i] = map[algo.Kind][]time.Time{}
+	}
 	errs := make([]error, len(backends))
-	for _, at := range []time.Time{boundary.Add(-150 * time.Millisecond), boundary.Add(50 * time.Millisecond)} {
+	onTime := true
+	for batch, at := range []time.Time{boundary.Add(-150 * time.Millisecond), boundary.Add(50 * time.Millisecond)} {
 		time.Sleep(time.Until(at))
 		var wg sync.WaitGroup
 		for i, b := range backends {
-			if admitted[i] == nil {
-				admitted[i] = map[algo.Kind][]time.Time{}
-			}
 			wg.Go(func() {
 				for _, k := range ks {
 					l := clientLimit(request(k, 100, 1000))
 					for range 100 {
 						sent := time.Now()
-						res, err := b.c.Allow(ctx, "client-boundary:"+k.Command(), l)
+						res, err := b.c.Allow(ctx, prefix+k.Command(), l)
 						if err != nil {
-							errs[i] = err
+							errs[i] = fmt.Errorf("%s: %w", b.name, err)
 							return
 						}
 						if res.Allowed {
@@ -1608,17 +1637,11 @@ func clientWindowBoundary(t *testing.T, backends []clientBackend) {
 			})
 		}
 		wg.Wait()
-	}
-	for i, b := range backends {
-		if errs[i] != nil {
-			t.Fatalf("%s: %v", b.name, errs[i])
-		}
-		for _, k := range ks {
-			if n := lab.MaxInWindow(admitted[i][k], time.Second); n != want[k] {
-				t.Errorf("%s %s: %d admitted in a 1-s window across the boundary, want %d", b.name, k.Command(), n, want[k])
-			}
+		if batch == 0 && !time.Now().Before(boundary) {
+			onTime = false
 		}
 	}
+	return admitted, onTime, errors.Join(errs...)
 }
 
 // clientAtomicity is TestAtomicity's limits: 100 per a window no refill touches in
