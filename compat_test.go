@@ -453,6 +453,15 @@ var windowsMs = []int64{1, 2, 3, 7, 10, 100, 999, 1000, 1001, 60_000, 3_600_000,
 // drawParams draws a key's parameters for kind. short keeps windows to seconds,
 // so that states expire and a shared key can change kind.
 func drawParams(rng *rand.Rand, kind algo.Kind, short bool) algo.Request {
+	for {
+		if r := drawAnyParams(rng, kind, short); r.CheckSchedule() == nil {
+			return r
+		}
+	}
+}
+
+// drawAnyParams is drawParams, schedules over the 100 years Parse refuses included.
+func drawAnyParams(rng *rand.Rand, kind algo.Kind, short bool) algo.Request {
 	r := algo.Request{Kind: kind, Limit: drawCount(rng)}
 	if rng.IntN(3) == 0 {
 		r.Limit = 1 + rng.Int64N(5) // reached within a burst
@@ -460,6 +469,7 @@ func drawParams(rng *rand.Rand, kind algo.Kind, short bool) algo.Request {
 	if kind == algo.KindThrottle {
 		r.Limit-- // max_burst, from 0
 		r.Rate = drawCount(rng)
+		r.Cell = true
 		periods := []int64{1, 2, 60, 3600, 86_400, 31_536_000}
 		period := 1 + rng.Int64N(100)
 		switch {
@@ -493,8 +503,17 @@ func drawParams(rng *rand.Rand, kind algo.Kind, short bool) algo.Request {
 }
 
 // drawCost draws a cost around the limit (or burst): 0, 1, up to it, just above it,
-// or anywhere up to the maximum the command accepts.
+// or anywhere up to the maximum the command accepts, within RL.LEAKY's 100 years.
 func drawCost(rng *rand.Rand, r algo.Request) int64 {
+	for {
+		if r.Cost = drawAnyCost(rng, r); r.CheckSchedule() == nil {
+			return r.Cost
+		}
+	}
+}
+
+// drawAnyCost is drawCost, costs that Parse refuses for RL.LEAKY included.
+func drawAnyCost(rng *rand.Rand, r algo.Request) int64 {
 	scale, most := r.Limit, r.Limit*1000
 	switch {
 	case r.Kind == algo.KindThrottle:
@@ -665,7 +684,7 @@ type algoKey struct {
 	slide   algo.SlideState
 	log     []algo.LogEntry
 	token   algo.TokenState
-	tat     float64 // GCRA, LEAKY, THROTTLE
+	tat     int64 // GCRA, LEAKY, THROTTLE
 	freshAt int64
 }
 
@@ -704,12 +723,10 @@ func (a algoSide) do(st step) outcome {
 			next.log, d = algo.Log(next.log, r, st.now)
 		case algo.KindToken:
 			next.token, d = algo.Token(next.token, r, st.now)
-		case algo.KindGCRA:
+		case algo.KindGCRA, algo.KindThrottle:
 			next.tat, d = algo.GCRA(next.tat, r, st.now)
 		case algo.KindLeaky:
 			next.tat, d = algo.Leaky(next.tat, r, st.now)
-		case algo.KindThrottle:
-			next.tat, d = algo.Throttle(next.tat, r, st.now)
 		}
 		if d.Write {
 			delete(a.keys, st.key)

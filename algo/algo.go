@@ -3,14 +3,15 @@
 // Every algorithm is a pure function of (stored state, request, now) that returns the
 // new state and a Decision. Nothing here reads a clock, locks, or does I/O: time is
 // passed in as microseconds since the Unix epoch, as golang.org/x/time/rate passes it,
-// so tests never sleep. The wire contract is ../shared/spec/COMMANDS.md.
+// so tests never sleep. The wire contract is docs/commands.md.
 //
 // RL.ALL's rules (ParseAll) are each one such Request on its own key; the store decides
 // them together. RL.ACQUIRE's state is a set of leases with deadlines, decided by
 // Acquire, Release and Renew in the same pure style.
 //
-// The Lua reference scripts must reproduce every reply bit for bit, so each float64
-// formula is evaluated in the order its comment writes, one rounding per operation.
+// The Lua reference scripts must reproduce every reply bit for bit. The GCRA family and
+// RL.LEAKY are integer µs throughout (gcra.go). RL.SLIDE and RL.TOKEN evaluate each
+// float64 formula in the order its comment writes, one rounding per operation.
 // A product that feeds an addition or subtraction is wrapped in float64(...): the Go
 // spec lets the compiler fuse x*y+z into one FMA (one rounding) unless an explicit
 // conversion forces the product's rounding, and Lua never fuses.
@@ -46,6 +47,12 @@ type Request struct {
 	Queue  int64 // LEAKY: queue q (default 0)
 	Cost   int64 // c: COST, or CL.THROTTLE's quantity
 	Peek   bool  // decide and reply as usual, but write nothing
+
+	// Interval is the emission interval T in µs of Redis's GCRA command, which derives
+	// it from a float period; 0 (every other command) derives it from Window and Limit.
+	Interval int64
+	// Cell selects redis-cell's reply, for CL.THROTTLE and Redis's GCRA (see GCRA).
+	Cell bool
 }
 
 // Decision is the answer to one call: the five wire fields, and what the store must do.

@@ -67,11 +67,11 @@ func BenchmarkLeaky(b *testing.B) {
 }
 
 func BenchmarkThrottle(b *testing.B) {
-	benchTat(b, Throttle, mustParse(b, KindThrottle, "99 100 1"))
+	benchTat(b, GCRA, mustParse(b, KindThrottle, "99 100 1"))
 }
 
-func benchTat(b *testing.B, decide func(float64, Request, int64) (float64, Decision), r Request) {
-	var tat float64
+func benchTat(b *testing.B, decide func(int64, Request, int64) (int64, Decision), r Request) {
+	var tat int64
 	now := base
 	b.ReportAllocs()
 	for b.Loop() {

@@ -37,21 +37,15 @@ func exactPasses(tb testing.TB, m machine, r Request, t int64) bool {
 		}
 		return tokens.Cmp(c) >= 0
 	case KindGCRA, KindThrottle, KindLeaky:
-		// T = W/L (CL.THROTTLE: period/count); allowed iff max(tat, t) + T·c - τ <= t,
+		// T = round(W/L) (CL.THROTTLE: period/count); allowed iff max(tat, t) + T·c - τ <= t,
 		// τ = T·b (CL.THROTTLE: T·(max_burst+1)); LEAKY: max(tat, t) - t <= T·q.
-		interval := big.NewRat(r.Window, r.Limit)
-		bound := r.Burst
-		switch {
-		case r.Kind == KindThrottle:
-			interval = big.NewRat(r.Window, r.Rate)
-			bound = r.Limit + 1
-		case r.Kind == KindLeaky:
+		interval := rat(r.interval())
+		bound := r.burst()
+		if r.Kind == KindLeaky {
 			bound = r.Queue
-		case bound == 0:
-			bound = r.Limit
 		}
 		tolerance := new(big.Rat).Mul(interval, rat(bound))
-		start := new(big.Rat).SetFloat64(m.tat)
+		start := rat(m.tat)
 		if start.Cmp(now) < 0 {
 			start = now
 		}

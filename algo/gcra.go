@@ -1,60 +1,101 @@
 package algo
 
-import "math"
+// The GCRA family (RL.GCRA, CL.THROTTLE, Redis's GCRA) and RL.LEAKY keep one number
+// per key, the theoretical arrival time tat, and do all their arithmetic on integer µs.
+// Every value stays below 2^53, so the Lua scripts, whose numbers are doubles, compute
+// the same integers: Parse refuses a schedule longer than maxSchedule, a stored tat is
+// at most now + maxSchedule, and now + 2·maxSchedule is below 2^53 until 2055.
+//
+// Integers, not float64: a float tat holds µs only to a quarter near today's epoch, and
+// a fractional interval W/L summed b times can land a hair above τ, so that a burst of
+// b admitted b−1 (RL.GCRA 6 per 1000 ms did, in about 40% of (limit, window) pairs).
 
-// GCRA decides one RL.GCRA call; tat is the theoretical arrival time in µs (0 = fresh).
-// Emission interval T = W/L, burst b (Burst, 0: b = L), tolerance τ = T·b.
-func GCRA(tat float64, r Request, now int64) (float64, Decision) {
-	burst := r.Burst
-	if burst <= 0 {
-		burst = r.Limit
-	}
-	n := float64(now)
-	interval := float64(r.Window) / float64(r.Limit)          // T = W / L
-	tolerance := float64(interval * float64(burst))           // τ = T * b
-	newTat := max(tat, n) + float64(interval*float64(r.Cost)) // new_tat = max(tat, now) + T * c
-	allowAt := newTat - tolerance                             // new_tat - τ
+// maxSchedule is the longest a state may run ahead of now, in µs: 100 years. It bounds
+// the tolerance T·b of the GCRA family and T·q and T·c of RL.LEAKY.
+const maxSchedule = 100 * 365 * 86_400 * 1_000_000
 
-	// Allowed iff now >= new_tat - τ, with two exact shortcuts for the float test:
-	//   - A cost above b is refused: the contract's -1 says it can never pass, but the
-	//     float test admits it once T·(c-b) is below the quarter µs that float µs keep
-	//     near today's epoch.
-	//   - With tat <= now, c <= b passes: new_tat - τ = now - T·(b-c) <= now. In floats,
-	//     now + T·c - τ can round above now when now + T·c crosses a power of two
-	//     (τ of 17 years today, seconds in 2041): c = b would then never pass.
-	// Lua: allowed = c == 0 or (c <= b and (tat <= now or now >= new_tat - τ)).
-	allowed := r.Cost == 0 || (r.Cost <= burst && (tat <= n || n >= allowAt))
-	after := tat // COST 0 changes nothing, not even max(tat, now)
-	if allowed && r.Cost > 0 {
-		after = newTat
-	}
+// emissionInterval is T = max(1, round(w/n)) µs, rounding half up: the rule of Redis 8.8's
+// GCRA, (long long)(period_us / tokens + 0.5), in integers.
+func emissionInterval(w, n int64) int64 {
+	return max(1, (2*w+n)/(2*n))
+}
 
-	// remaining = floor((now - (tat' - τ)) / T) clamped to [0, b], in this order:
-	// a = tat' - τ; b = now - a; c = b / T; floor; clamp. With tat' <= now it is b
-	// exactly (the formula is >= τ/T = b, which floats may round to b - 1): an old tat
-	// then answers as a fresh key. Lua: if tat' <= now then b else the formula.
-	remaining := burst
-	if after > n {
-		remaining = int64(min(max(math.Floor((n-(after-tolerance))/interval), 0), float64(burst)))
-	}
-	d := Decision{
-		Allowed:    allowed,
-		Limit:      burst,
-		Remaining:  remaining,
-		ResetAfter: msCeil(after - n), // ms(tat' - now)
-		FreshAt:    freshAt(after, now),
-	}
+// interval is r's emission interval T in µs: Interval when set (Redis's GCRA), else
+// Window over Limit (CL.THROTTLE: over Rate), rounded.
+func (r Request) interval() int64 {
 	switch {
+	case r.Interval > 0:
+		return r.Interval
+	case r.Kind == KindThrottle:
+		return emissionInterval(r.Window, r.Rate)
+	}
+	return emissionInterval(r.Window, r.Limit)
+}
+
+// burst is how many cost-1 requests the GCRA family admits at one instant: BURST
+// (default the limit) for RL.GCRA, max_burst+1 for CL.THROTTLE.
+func (r Request) burst() int64 {
+	switch {
+	case r.Kind == KindThrottle:
+		return r.Limit + 1
+	case r.Burst > 0:
+		return r.Burst
+	}
+	return r.Limit
+}
+
+// GCRA decides one call of RL.GCRA, CL.THROTTLE or Redis's GCRA; tat is the theoretical
+// arrival time in µs (0: fresh). With T the emission interval, b the burst and
+// τ = T·b: new_tat = max(tat, now) + T·c, allowed iff new_tat − τ <= now.
+//
+// r.Cell selects redis-cell's reply (CL.THROTTLE always, Redis's GCRA): times in
+// seconds, retry_after −1 when allowed, and a quantity of 0 decided by the same test
+// as any other, so it is limited when an old tat lies more than τ ahead. Otherwise
+// COST 0 is always allowed and times are in ms. Either way a cost above b is refused
+// with retry_after −1, and a limited call changes nothing.
+func GCRA(tat int64, r Request, now int64) (int64, Decision) {
+	t, b, c := r.interval(), r.burst(), r.Cost
+	tolerance := t * b
+	start := max(tat, now)
+	// c <= b keeps T·c within τ, and so within maxSchedule.
+	allowed := c <= b && (c == 0 && !r.Cell || start+t*c-tolerance <= now)
+	after := tat // what is stored after the call
+	if allowed && c > 0 {
+		after = start + t*c
+	}
+	ahead := max(0, after-now)
+	d := Decision{
+		Allowed:   allowed,
+		Limit:     b,
+		Remaining: max(0, (tolerance-ahead)/t), // floor, clamped: at most b
+		FreshAt:   now + ahead,
+	}
+	toUnit := msCeilInt
+	if r.Cell {
+		toUnit = secCeil
+	}
+	d.ResetAfter = toUnit(ahead)
+	switch {
+	case allowed && r.Cell:
+		d.RetryAfter = -1
 	case allowed:
-	case r.Cost > burst:
+	case c > b:
 		d.RetryAfter = -1
 	default:
-		d.RetryAfter = msCeil(allowAt - n) // ms((new_tat - τ) - now)
+		d.RetryAfter = toUnit(start + t*c - tolerance - now)
 	}
-
-	if allowed && r.Cost > 0 && !r.Peek {
+	if allowed && c > 0 && !r.Peek {
 		d.Write = true
-		return newTat, d
+		return after, d
 	}
 	return tat, d
+}
+
+// secCeil is a duration x in µs as whole seconds, rounded up on any remainder,
+// negative as 0. Lua: math.ceil(x / 1000000) for x > 0.
+func secCeil(x int64) int64 {
+	if x <= 0 {
+		return 0
+	}
+	return (x + 999_999) / 1_000_000
 }

@@ -20,7 +20,7 @@ type machine struct {
 	slide SlideState
 	log   []LogEntry
 	token TokenState
-	tat   float64
+	tat   int64
 }
 
 // clone returns a copy that shares no memory with m, since Log reuses its input.
@@ -53,16 +53,13 @@ func (m machine) decide(t testing.TB, r Request, now int64) (machine, Decision) 
 		var s TokenState
 		s, d = Token(m.token, r, now)
 		same, m.token = s == m.token, s
-	case KindGCRA, KindLeaky, KindThrottle:
-		var tat float64
-		switch r.Kind {
-		case KindGCRA:
-			tat, d = GCRA(m.tat, r, now)
-		case KindLeaky:
-			tat, d = Leaky(m.tat, r, now)
-		default:
-			tat, d = Throttle(m.tat, r, now)
-		}
+	case KindGCRA, KindThrottle:
+		var tat int64
+		tat, d = GCRA(m.tat, r, now)
+		same, m.tat = tat == m.tat, tat
+	case KindLeaky:
+		var tat int64
+		tat, d = Leaky(m.tat, r, now)
 		same, m.tat = tat == m.tat, tat
 	default:
 		t.Fatalf("unknown kind %d", r.Kind)

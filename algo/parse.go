@@ -35,6 +35,11 @@ var (
 	errLeaseMs     = errors.New("ERR lease_ms must be an integer between 1 and 31536000000")
 	errLeaseID     = errors.New("ERR lease id must be 1 to 128 bytes")
 	errRenewArity  = errors.New("ERR wrong number of arguments for 'rl.renew' command")
+
+	errBurstSpan    = errors.New("ERR burst × window_ms / limit must be at most 100 years")
+	errQueueSpan    = errors.New("ERR queue × window_ms / limit must be at most 100 years")
+	errCostSpan     = errors.New("ERR cost × window_ms / limit must be at most 100 years")
+	errMaxBurstSpan = errors.New("ERR (max_burst + 1) × period_s / count_per_period must be at most 100 years")
 )
 
 // arityErrors builds, per Kind, the error Redis gives for a wrong argument count.
@@ -116,7 +121,34 @@ func Parse(kind Kind, args [][]byte, maxLogLimit int64) (Request, error) {
 			return Request{}, bad
 		}
 	}
-	return r, nil
+	return r, r.CheckSchedule()
+}
+
+// CheckSchedule reports a request whose schedule would run more than 100 years ahead
+// of now, which the integer state of the GCRA family and RL.LEAKY does not hold (see
+// gcra.go): the tolerance T·b of RL.GCRA and CL.THROTTLE, the queue T·q and a cost's
+// share T·c of RL.LEAKY. Parse checks it; it is for requests built otherwise.
+func (r Request) CheckSchedule() error {
+	t := r.interval()
+	over := func(n int64) bool { return n > maxSchedule/t }
+	switch r.Kind {
+	case KindGCRA:
+		if over(r.burst()) {
+			return errBurstSpan
+		}
+	case KindThrottle:
+		if over(r.burst()) {
+			return errMaxBurstSpan
+		}
+	case KindLeaky:
+		if over(r.Queue) {
+			return errQueueSpan
+		}
+		if over(r.Cost) {
+			return errCostSpan
+		}
+	}
+	return nil
 }
 
 // parseThrottle reads CL.THROTTLE's max_burst count_per_period period_s [quantity].
@@ -124,7 +156,7 @@ func parseThrottle(args [][]byte) (Request, error) {
 	if len(args) != 3 && len(args) != 4 {
 		return Request{}, errArity[KindThrottle]
 	}
-	r := Request{Kind: KindThrottle, Cost: 1}
+	r := Request{Kind: KindThrottle, Cost: 1, Cell: true}
 	var ok bool
 	if r.Limit, ok = parseRange(args[0], 0, maxLimit); !ok {
 		return Request{}, errMaxBurst
@@ -142,7 +174,7 @@ func parseThrottle(args [][]byte) (Request, error) {
 			return Request{}, errQuantity
 		}
 	}
-	return r, nil
+	return r, r.CheckSchedule()
 }
 
 // parseRange parses b as Redis parses an integer argument and reports whether it is

@@ -19,9 +19,9 @@ func TestParse(t *testing.T) {
 	peek.Peek = true
 	peekCost0 := req(KindSlide, 10, ms(1000), 0)
 	peekCost0.Peek = true
-	throttle := Request{Kind: KindThrottle, Limit: 15, Rate: 30, Window: 60_000_000, Cost: 1}
-	throttleMax := Request{Kind: KindThrottle, Limit: 1e9, Rate: 1e9, Window: 31_536_000_000_000, Cost: 1e9}
-	throttleZero := Request{Kind: KindThrottle, Limit: 0, Rate: 1, Window: 1_000_000, Cost: 0}
+	throttle := Request{Kind: KindThrottle, Limit: 15, Rate: 30, Window: 60_000_000, Cost: 1, Cell: true}
+	throttleMax := Request{Kind: KindThrottle, Limit: 1e9, Rate: 1e9, Window: 31_536_000_000_000, Cost: 1e9, Cell: true}
+	throttleZero := Request{Kind: KindThrottle, Limit: 0, Rate: 1, Window: 1_000_000, Cost: 0, Cell: true}
 
 	for _, c := range []struct {
 		kind Kind
@@ -45,6 +45,10 @@ func TestParse(t *testing.T) {
 		{KindThrottle, "15 30 60", throttle},
 		{KindThrottle, "1000000000 1000000000 31536000 1000000000", throttleMax},
 		{KindThrottle, "0 1 1 0", throttleZero},
+		// Schedules of exactly 100 years: T = 31,536,000,000,000 µs (a year) by 100.
+		{KindGCRA, "1 31536000000 BURST 100", Request{Kind: KindGCRA, Limit: 1, Window: year, Burst: 100, Cost: 1}},
+		{KindLeaky, "1 31536000000 QUEUE 100 COST 100", Request{Kind: KindLeaky, Limit: 1, Window: year, Queue: 100, Cost: 100}},
+		{KindThrottle, "99 1 31536000", Request{Kind: KindThrottle, Limit: 99, Rate: 1, Window: year, Cost: 1, Cell: true}},
 	} {
 		got, err := Parse(c.kind, split(c.args), 100_000)
 		if err != nil || got != c.want {
@@ -122,6 +126,10 @@ func TestParseErrors(t *testing.T) {
 		{KindLeaky, []string{"10", "1000", "QUEUE", "1000000001"}, "ERR queue must be an integer between 0 and 1000000000"},
 
 		// CL.THROTTLE.
+		{KindGCRA, []string{"1", "31536000000", "BURST", "101"}, "ERR burst × window_ms / limit must be at most 100 years"},
+		{KindLeaky, []string{"1", "31536000000", "QUEUE", "101"}, "ERR queue × window_ms / limit must be at most 100 years"},
+		{KindLeaky, []string{"1", "31536000000", "COST", "101"}, "ERR cost × window_ms / limit must be at most 100 years"},
+		{KindThrottle, []string{"100", "1", "31536000"}, "ERR (max_burst + 1) × period_s / count_per_period must be at most 100 years"},
 		{KindThrottle, []string{"-1", "30", "60"}, "ERR max_burst must be an integer between 0 and 1000000000"},
 		{KindThrottle, []string{"1000000001", "30", "60"}, "ERR max_burst must be an integer between 0 and 1000000000"},
 		{KindThrottle, []string{"15", "0", "60"}, "ERR count_per_period must be an integer between 1 and 1000000000"},

@@ -2,12 +2,13 @@ package client
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
 )
 
-// The ranges the wire contract accepts (../shared/spec/COMMANDS.md), checked here so
+// The ranges the wire contract accepts (docs/commands.md), checked here so
 // that every backend refuses the same limits with the same message, before any I/O.
 const (
 	maxCount      = 1_000_000_000 // limit, capacity, rate, burst, queue
@@ -118,6 +119,9 @@ func (l Limit) Validate() error {
 	if l.option < lo || l.option > maxCount {
 		return fmt.Errorf("%w: %s %s must be between %d and %d, got %d", ErrBadLimit, name, optionName[l.kind], lo, maxCount, l.option)
 	}
+	if err := l.request(0, false).CheckSchedule(); err != nil {
+		return fmt.Errorf("%w: %s: %s", ErrBadLimit, name, strings.TrimPrefix(err.Error(), "ERR "))
+	}
 	return nil
 }
 
@@ -146,6 +150,9 @@ func (l Limit) request(n int64, peek bool) algo.Request {
 func (l Limit) checkCost(n int) error {
 	if n < 0 || int64(n) > l.n*costPerUnit {
 		return fmt.Errorf("%w: %s cost must be between 0 and %d, got %d", ErrBadLimit, l.kind.Command(), l.n*costPerUnit, n)
+	}
+	if err := l.request(int64(n), false).CheckSchedule(); err != nil {
+		return fmt.Errorf("%w: %s: %s", ErrBadLimit, l.kind.Command(), strings.TrimPrefix(err.Error(), "ERR "))
 	}
 	return nil
 }

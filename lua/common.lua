@@ -35,6 +35,19 @@ local function ms(x)
   return math.ceil(math.min(x, 2^53) / 1000)
 end
 
+-- interval is the emission interval T = max(1, round(w / n)) in whole µs, rounding half
+-- up (algo.emissionInterval). 2w + n stays below 2^53, where doubles are exact and
+-- flooring their quotient is integer division.
+local function interval(w, n)
+  return math.max(1, math.floor((2 * w + n) / (2 * n)))
+end
+
+-- read_tat reads a tat field: integer µs, 0 when absent. One written as a float by an
+-- older script reads rounded up to the next µs, as rlserver loads an old snapshot.
+local function read_tat(v)
+  return math.ceil(tonumber(v) or 0)
+end
+
 -- fresh_in is the time from now to the first whole µs at or after t: 0 if t is past,
 -- capped at 2^53 (algo.freshAt, less now).
 local function fresh_in(t)
@@ -64,8 +77,8 @@ end
 
 -- keep makes the key, just written, live exactly as long as its state: d µs from now.
 -- Under now_us the moment is written as exact decimal text: now + d may pass 2^53,
--- where doubles skip odd integers (the states of rl.token, rl.gcra, rl.leaky and
--- cl.throttle; those of the window kinds end at a moment that is a double already).
+-- where doubles skip odd integers (rl.token's refill can last centuries; the other
+-- kinds' states end within 2^53).
 local function keep(d)
   if d <= 0 then redis.call('DEL', key)
   elseif injected then

@@ -1,12 +1,10 @@
--- RL.GCRA reference script: the generic cell rate algorithm, decided as COMMANDS.md and
--- algo/gcra.go say, float64 operations in the same order.
+-- RL.GCRA reference script: the generic cell rate algorithm, decided as docs/commands.md
+-- and algo/gcra.go say, on integer µs (every value below 2^53, so doubles are exact).
 --
 -- KEYS[1] = key
 -- ARGV    = limit, window_ms, cost, peek (1 = PEEK, 0 = not), burst (0 = limit), [now_us]
 -- Returns   {allowed, burst, remaining, retry_after_ms, reset_after_ms}
--- State     hash {gt = tat, the theoretical arrival time in µs (a double, written with
---           %.17g so that it reads back exactly: Redis would print a Lua number with 14
---           digits)}
+-- State     hash {gt = tat, the theoretical arrival time in integer µs}
 -- now_us    tests only: replaces Redis TIME (read_now in common.lua)
 --
 -- lua.go puts common.lua before this body: key, now, ms, keep, ... are its locals.
@@ -21,31 +19,24 @@ read_now(ARGV[6])
 -- Ours is a hash with field gt; an absent key is fresh (tat 0); anything else is another kind.
 local st = read_hash('gt')
 if not st then return redis.error_reply(WRONGTYPE) end
-local tat = tonumber(st[1]) or 0
+local tat = read_tat(st[1])
 
-local T = W / limit
+local T = interval(W, limit)
 local tolerance = T * burst
-local new_tat = math.max(tat, now) + T * cost
-local allow_at = new_tat - tolerance
--- Two exact shortcuts around the float test, as algo.GCRA: a cost above the burst never
--- passes, and one within it always does when tat <= now.
-local allowed = cost == 0 or (cost <= burst and (tat <= now or now >= allow_at))
-local after = tat -- COST 0 changes nothing
-if allowed and cost > 0 then after = new_tat end
+local start = math.max(tat, now)
+-- A cost above the burst never passes (and T * cost could pass 2^53); COST 0 always does.
+local allowed = cost <= burst and (cost == 0 or start + T * cost - tolerance <= now)
+local after = tat -- what is stored after the call
+if allowed and cost > 0 then after = start + T * cost end
+local ahead = math.max(0, after - now)
 
 local retry = 0
 if allowed then
 elseif cost > burst then retry = -1
-else retry = ms(allow_at - now) end
-
--- With tat' <= now, exactly b: an old tat answers as a fresh key.
-local remaining = burst
-if after > now then
-  remaining = math.min(math.max(math.floor((now - (after - tolerance)) / T), 0), burst)
-end
+else retry = ms(start + T * cost - tolerance - now) end
 
 if allowed and cost > 0 and not peek then
-  redis.call('HSET', key, 'gt', string.format('%.17g', new_tat))
-  keep(fresh_in(new_tat))
+  redis.call('HSET', key, 'gt', string.format('%d', after))
+  keep(fresh_in(after))
 end
-return {allowed and 1 or 0, burst, remaining, retry, ms(after - now)}
+return {allowed and 1 or 0, burst, math.max(0, math.floor((tolerance - ahead) / T)), retry, ms(ahead)}

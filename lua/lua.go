@@ -1,10 +1,12 @@
 // Package lua holds the reference Lua scripts: one per rlserver command, for plain Redis
 // (EVAL, or EVALSHA with the SHA1 given here), deciding exactly as rlserver does.
 //
-// They are the lesson's Redis-plus-Lua rate limiters made to follow COMMANDS.md to the
-// bit: package algo's float64 formulas in the same order of operations, with its
-// shortcuts and its one-ms settling of retry_after; state read back exactly (doubles
-// written with %.17g, where Redis would print a Lua number with 14 digits); time from
+// They are the lesson's Redis-plus-Lua rate limiters made to follow docs/commands.md to
+// the bit: package algo's integer µs for the GCRA family and RL.LEAKY (below 2^53,
+// where doubles are exact), its float64 formulas in the same order of operations for
+// RL.SLIDE and RL.TOKEN, with its one-ms settling of retry_after; state read back
+// exactly (doubles written with %.17g, where Redis would print a Lua number with 14
+// digits; an integer tat with %d, a float one from older scripts rounded up); time from
 // Redis TIME in µs. Each script runs atomically, and only an allowed call with cost > 0
 // that is not PEEK writes (a lease script also drops the ended leases it finds; under
 // now_us any script drops a key whose state is fresh). A write gives the key a TTL of
@@ -52,7 +54,8 @@
 // EVALSHA runs one script, so each Source must hold all it uses. The parts every
 // script shares live once in common.lua: local functions reading now (now_us or
 // TIME, with the self-expiry below), ms, fresh_in, the retry settling, the type check
-// of a hash state, and keep, which writes the expire time. Each command's file is only
+// of a hash state, the emission interval, the tat reader, and keep, which writes the
+// expire time. Each command's file is only
 // its body: its header (ARGV layout, state, reply), its arguments and its algorithm.
 // Source is common.lua followed by the body, joined once at package init; SHA1 is that
 // of the whole. A body alone is not a valid script: send Source (or cat common.lua

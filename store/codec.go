@@ -12,8 +12,8 @@ import (
 //	RL.FIXED     a = window index, b = count
 //	RL.SLIDE     a = window index, b = prev<<32 | cur (counts never exceed the limit, ≤ 1e9 < 2^32)
 //	RL.TOKEN     a = float64 bits of tokens, b = time of the last refill (µs)
-//	RL.GCRA, RL.LEAKY, CL.THROTTLE
-//	             a = float64 bits of tat, b unused
+//	RL.GCRA, RL.LEAKY, CL.THROTTLE (and Redis's GCRA, on RL.GCRA's state)
+//	             a = tat, integer µs, b unused
 func decide(r algo.Request, a, b uint64, now int64) (uint64, uint64, algo.Decision) {
 	switch r.Kind {
 	case algo.KindFixed:
@@ -25,15 +25,12 @@ func decide(r algo.Request, a, b uint64, now int64) (uint64, uint64, algo.Decisi
 	case algo.KindToken:
 		s, d := algo.Token(algo.TokenState{Tokens: math.Float64frombits(a), TS: int64(b)}, r, now)
 		return math.Float64bits(s.Tokens), uint64(s.TS), d
-	case algo.KindGCRA:
-		tat, d := algo.GCRA(math.Float64frombits(a), r, now)
-		return math.Float64bits(tat), 0, d
+	case algo.KindGCRA, algo.KindThrottle:
+		tat, d := algo.GCRA(int64(a), r, now)
+		return uint64(tat), 0, d
 	case algo.KindLeaky:
-		tat, d := algo.Leaky(math.Float64frombits(a), r, now)
-		return math.Float64bits(tat), 0, d
-	case algo.KindThrottle:
-		tat, d := algo.Throttle(math.Float64frombits(a), r, now)
-		return math.Float64bits(tat), 0, d
+		tat, d := algo.Leaky(int64(a), r, now)
+		return uint64(tat), 0, d
 	}
 	panic("store: no state codec for " + r.Kind.String())
 }

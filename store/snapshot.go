@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/zeebo/xxh3"
@@ -14,7 +15,7 @@ import (
 
 // A snapshot is the store's keys in a versioned binary file, little-endian:
 //
-//	header   magic "RLSNAP\r\n", version uint32 (1), saved-at int64 µs
+//	header   magic "RLSNAP\r\n", version uint32 (2), saved-at int64 µs
 //	frame    length uint32 (> 0), xxh3 of the body uint64, body: records
 //	...
 //	trailer  uint32 0, record count uint64, xxh3 of every byte before the count uint64
@@ -23,7 +24,11 @@ import (
 //	         and for RL.LOG and leases b is the log's or lease set's length in bytes and
 //	         it follows (logcodec.go, leasecodec.go)
 //
-// The state words are the store's own (codec.go), and every time in them is absolute
+// The state words are the store's own (codec.go). Version 1 differs in one thing: the
+// tat of RL.GCRA, RL.LEAKY and CL.THROTTLE was float64 bits; it loads rounded up to the
+// next whole µs, the integer state that never admits more than the float one did.
+//
+// Every time in the state words is absolute
 // µs since the epoch, so a state loaded later is simply read at the later time: the
 // time the server was down counts as elapsed, as it does for a key nobody touched.
 //
@@ -34,7 +39,8 @@ import (
 // frame in memory, not the file.
 const (
 	snapshotMagic   = "RLSNAP\r\n" // \r\n: a file mangled by a text-mode copy fails here
-	snapshotVersion = 1
+	snapshotVersion = 2
+	floatTatVersion = 1 // the last version whose tat words are float64 bits
 	headerBytes     = 8 + 4 + 8
 	frameHeadBytes  = 4 + 8
 	frameBytes      = 1 << 20
@@ -174,13 +180,14 @@ func (s *Store) ReadSnapshot(r io.Reader, now int64) (SnapshotInfo, error) {
 
 // snapshotReader reads a snapshot, counting bytes for error messages and hashing them.
 type snapshotReader struct {
-	r      io.Reader
-	h      *xxh3.Hasher
-	off    int64
-	body   bytes.Buffer
-	logs   []algo.LogEntry // scratch for checking RL.LOG logs
-	leases []algo.Lease    // and lease sets,
-	ids    []byte          // with their ids
+	r       io.Reader
+	h       *xxh3.Hasher
+	version uint32 // the file's format version
+	off     int64
+	body    bytes.Buffer
+	logs    []algo.LogEntry // scratch for checking RL.LOG logs
+	leases  []algo.Lease    // and lease sets,
+	ids     []byte          // with their ids
 }
 
 func corrupt(format string, args ...any) error {
@@ -212,8 +219,9 @@ func (sr *snapshotReader) read(s *Store, now int64) (SnapshotInfo, error) {
 	if err := sr.full(head[8:], "header", true); err != nil {
 		return info, err
 	}
-	if v := binary.LittleEndian.Uint32(head[8:]); v != snapshotVersion {
-		return info, fmt.Errorf("%w %d (this rlserver reads version %d)", ErrSnapshotVersion, v, snapshotVersion)
+	sr.version = binary.LittleEndian.Uint32(head[8:])
+	if sr.version < floatTatVersion || sr.version > snapshotVersion {
+		return info, fmt.Errorf("%w %d (this rlserver reads versions %d to %d)", ErrSnapshotVersion, sr.version, floatTatVersion, snapshotVersion)
 	}
 	info.SavedAt = int64(binary.LittleEndian.Uint64(head[12:]))
 	records := uint64(0)
@@ -301,6 +309,13 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 	b := binary.LittleEndian.Uint64(body[pos+8:])
 	deadline := int64(binary.LittleEndian.Uint64(body[pos+16:]))
 	pos += 24
+	if sr.version == floatTatVersion && (kind == algo.KindGCRA || kind == algo.KindLeaky || kind == algo.KindThrottle) {
+		tat := math.Ceil(math.Float64frombits(a))
+		if !(tat >= 0 && tat < 1<<62) {
+			return 0, false, errors.New("bad tat")
+		}
+		a = uint64(tat)
+	}
 	var tail []byte
 	if hasTail(kind) {
 		what := "log"

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -210,8 +212,8 @@ func TestSnapshotErrors(t *testing.T) {
 		b[i] ^= 0x40
 		return b
 	}
-	versionTwo := bytes.Clone(valid)
-	binary.LittleEndian.PutUint32(versionTwo[8:], 2)
+	versionThree := bytes.Clone(valid)
+	binary.LittleEndian.PutUint32(versionThree[8:], 3)
 	tests := []struct {
 		name string
 		data []byte
@@ -219,7 +221,7 @@ func TestSnapshotErrors(t *testing.T) {
 	}{
 		{"empty file", nil, "snapshot is corrupt: truncated at byte 0, in the magic"},
 		{"not a snapshot", []byte("REDIS0011\xfa\x09redis-ver"), `snapshot is corrupt: bad magic "REDIS001", not an rlserver snapshot`},
-		{"newer version", versionTwo, "unsupported snapshot version 2 (this rlserver reads version 1)"},
+		{"newer version", versionThree, "unsupported snapshot version 3 (this rlserver reads versions 1 to 2)"},
 		{"cut in the header", valid[:15], "snapshot is corrupt: truncated at byte 15, in the header"},
 		{"cut in a frame", valid[:100], "snapshot is corrupt: truncated at byte 100, in the frame at byte 20"},
 		{"cut before the trailer", valid[:len(valid)-20], fmt.Sprintf("snapshot is corrupt: truncated at byte %d, in the frame header", len(valid)-20)},
@@ -456,4 +458,68 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
 	})
+}
+
+// TestSnapshotVersion1 loads testdata/snapshot-v1.rlsnap, written by the rlserver whose
+// GCRA, LEAKY and CL.THROTTLE kept a float64 tat, at 2025-12-01 00:00:00 UTC: each tat
+// loads rounded up to the next µs, the other kinds as they were.
+func TestSnapshotVersion1(t *testing.T) {
+	data, err := os.ReadFile("testdata/snapshot-v1.rlsnap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const saved = 1_764_547_200_000_000
+	s := newStore(t, Config{})
+	info, err := s.ReadSnapshot(bytes.NewReader(data), saved)
+	if err != nil || info.Keys != 6 || info.SavedAt != saved {
+		t.Fatalf("ReadSnapshot = %+v, %v; want 6 keys saved at %d", info, err, saved)
+	}
+	for _, c := range []struct {
+		key  string
+		a, b uint64
+	}{
+		// The float tats were now + 3 × 166,666.67, + 2 × 142,857.14 (BURST 3 of 7/s),
+		// + 2 × 333,333.33 and + 142,857.14.
+		{"gcra:6per1000", saved + 500_001, 0},           // 0x43191362a44d0481: ...500000.25
+		{"gcra:7per1000burst3", saved + 285_715, 0},     // 0x43191362a43ff04a: ...285714.5
+		{"leaky:3per1000q2", saved + 666_667, 0},        // 0x43191362a45730aa: ...666666.5
+		{"throttle:b1r7p1", saved + 142_858, 0},         // 0x43191362a4373825: ...142857.25
+		{"token:10per1000", math.Float64bits(6), saved}, // unchanged: 6 tokens left
+		{"fixed:5per60000", uint64(saved / 60_000_000), 2},
+	} {
+		sh, tag := s.locate([]byte(c.key), saved)
+		_, slot := sh.get([]byte(c.key), tag, saved)
+		var a, b uint64
+		if slot != 0 {
+			a, b = sh.slab[slot].a, sh.slab[slot].b
+		}
+		sh.mu.Unlock()
+		if slot == 0 || a != c.a || b != c.b {
+			t.Errorf("%s: slot %d, words %d, %d; want %d, %d", c.key, slot, a, b, c.a, c.b)
+		}
+	}
+	// The integer tat decides from then on: 3 of 6 used, so exactly 3 more pass.
+	r := algo.Request{Kind: algo.KindGCRA, Limit: 6, Window: sec, Cost: 1}
+	for i := range 4 {
+		d, err := s.Do([]byte("gcra:6per1000"), r, saved)
+		if err != nil || d.Allowed != (i < 3) {
+			t.Fatalf("call %d after loading: %+v, %v", i+1, d, err)
+		}
+	}
+}
+
+// TestSnapshotVersion1BadTat: a version 1 tat that is no time (NaN, negative) is a
+// corrupt record.
+func TestSnapshotVersion1BadTat(t *testing.T) {
+	for _, bits := range []uint64{math.Float64bits(math.NaN()), math.Float64bits(-1), math.Float64bits(math.Inf(1))} {
+		data := rawSnapshot(record(byte(algo.KindGCRA), "k", bits, 0, t0+sec))
+		binary.LittleEndian.PutUint32(data[8:], 1)
+		// The file checksum covers the version: recompute it.
+		n := len(data) - 8
+		binary.LittleEndian.PutUint64(data[n:], xxh3.Hash(data[:n]))
+		_, err := newStore(t, Config{}).ReadSnapshot(bytes.NewReader(data), t0)
+		if err == nil || !strings.Contains(err.Error(), "bad tat") {
+			t.Errorf("tat %#x: %v, want a bad tat", bits, err)
+		}
+	}
 }
