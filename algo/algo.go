@@ -40,17 +40,21 @@ const (
 // Request is one parsed call, as Parse builds it. Durations are in microseconds.
 type Request struct {
 	Kind   Kind  // the command
-	Limit  int64 // L: the limit, the bucket's capacity (TOKEN), or max_burst (CL.THROTTLE)
+	Limit  int64 // L: the limit, the bucket's capacity (TOKEN), or max_burst (CL.THROTTLE, GCRA)
 	Window int64 // W in µs: window_ms·1000, or period_s·1e6 for CL.THROTTLE
-	Rate   int64 // TOKEN: tokens refilled per window, 0 = Limit; CL.THROTTLE: count_per_period
-	Burst  int64 // GCRA: burst b, 0 = Limit
+	Rate   int64 // TOKEN: tokens refilled per window, 0 = Limit; CL.THROTTLE: count_per_period; GCRA: tokens_per_period
+	Burst  int64 // RL.GCRA: burst b, 0 = Limit; GCRA: max_burst+1
 	Queue  int64 // LEAKY: queue q (default 0)
-	Cost   int64 // c: COST, or CL.THROTTLE's quantity
+	Cost   int64 // c: COST, CL.THROTTLE's quantity, or GCRA's TOKENS
 	Peek   bool  // decide and reply as usual, but write nothing
 
 	// Interval is the emission interval T in µs of Redis's GCRA command, which derives
 	// it from a float period; 0 (every other command) derives it from Window and Limit.
 	Interval int64
+	// Period is Redis's GCRA's period in seconds, as ParseGCRA read it, and
+	// 0 for every other command. The decision reads only Interval; Period is kept for
+	// the Lua twin, which derives Interval from it in doubles, as Redis does.
+	Period float64
 	// Cell selects redis-cell's reply, for CL.THROTTLE and Redis's GCRA (see GCRA).
 	Cell bool
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 )
 
 // Argument ranges. Every bound keeps the arithmetic far from overflow: limit·1000 and
@@ -40,6 +43,22 @@ var (
 	errQueueSpan    = errors.New("ERR queue × window_ms / limit must be at most 100 years")
 	errCostSpan     = errors.New("ERR cost × window_ms / limit must be at most 100 years")
 	errMaxBurstSpan = errors.New("ERR (max_burst + 1) × period_s / count_per_period must be at most 100 years")
+)
+
+// The errors of Redis 8.8's GCRA, in Redis's words (src/gcra.c and the argument helpers of
+// src/object.c it calls), so that code written against Redis reads the same text; then
+// rlserver's own bound on the tolerance.
+var (
+	errGCRAArity     = errors.New("ERR wrong number of arguments for 'gcra' command")
+	errGCRAMaxBurst  = errors.New("ERR value is out of range, must be positive")
+	errGCRANotInt    = errors.New("ERR value is not an integer or out of range")
+	errGCRAPositive  = errors.New("ERR value is out of range, value must between 1 and 9223372036854775807")
+	errGCRAFloat     = errors.New("ERR value is not a valid float")
+	errGCRAPeriod    = errors.New("ERR period must be > 0 and < 1e12")
+	errGCRAMissing   = errors.New("ERR Missing TOKENS value")
+	errGCRATokensOvf = errors.New("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow")
+	errGCRABurstOvf  = errors.New("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow")
+	errGCRASpan      = errors.New("ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years")
 )
 
 // arityErrors builds, per Kind, the error Redis gives for a wrong argument count.
@@ -133,7 +152,11 @@ func (r Request) CheckSchedule() error {
 	over := func(n int64) bool { return n > maxSchedule/t }
 	switch r.Kind {
 	case KindGCRA:
-		if over(r.burst()) {
+		switch {
+		case !over(r.burst()):
+		case r.Cell:
+			return errGCRASpan
+		default:
 			return errBurstSpan
 		}
 	case KindThrottle:
@@ -175,6 +198,113 @@ func parseThrottle(args [][]byte) (Request, error) {
 		}
 	}
 	return r, r.CheckSchedule()
+}
+
+// ParseGCRA reads the arguments after the key of Redis 8.8's native command,
+// GCRA key max_burst tokens_per_period period [TOKENS n], and checks them as Redis's
+// gcraCommand does, in its order and with its error texts: max_burst 0 to 2^63-1,
+// tokens_per_period and n 1 to 2^63-1 (integers as Redis reads them, see parseRange),
+// period a float as Redis reads one (parseRedisDouble), 0 < period < 1e12 seconds, the
+// one option TOKENS (any case; any other word is a syntax error), and Redis's overflow
+// checks on T·n and T·(max_burst+1). Then rlserver's own bound: the tolerance
+// T·(max_burst+1) must be at most 100 years (CheckSchedule), where Redis would go on to
+// 292,000 years of int64 µs.
+//
+// The request is a KindGCRA one, so that GCRA and RL.GCRA share a key's state:
+// Burst = max_burst+1 (Redis keeps 2^63-1 as it is), Interval = T, Cost = n, Cell set
+// (Redis's reply is redis-cell's), Limit = max_burst, Rate = tokens_per_period and
+// Period = period as given, for the Lua twin, which derives T as Redis does.
+func ParseGCRA(args [][]byte) (Request, error) {
+	if len(args) < 3 || len(args) > 5 {
+		return Request{}, errGCRAArity
+	}
+	r := Request{Kind: KindGCRA, Cost: 1, Cell: true}
+	var ok bool
+	if r.Limit, ok = parseInt64(args[0]); !ok || r.Limit < 0 {
+		return Request{}, errGCRAMaxBurst
+	}
+	if r.Rate, ok = parseInt64(args[1]); !ok {
+		return Request{}, errGCRANotInt
+	} else if r.Rate < 1 {
+		return Request{}, errGCRAPositive
+	}
+	if r.Period, ok = parseRedisDouble(args[2]); !ok {
+		return Request{}, errGCRAFloat
+	}
+	if !(r.Period > 0 && r.Period < 1e12) {
+		return Request{}, errGCRAPeriod
+	}
+	if len(args) > 3 {
+		switch {
+		case !bytes.EqualFold(args[3], []byte("TOKENS")):
+			return Request{}, errSyntax
+		case len(args) == 4:
+			return Request{}, errGCRAMissing
+		}
+		if r.Cost, ok = parseInt64(args[4]); !ok {
+			return Request{}, errGCRANotInt
+		} else if r.Cost < 1 {
+			return Request{}, errGCRAPositive
+		}
+	}
+	r.Burst = r.Limit
+	if r.Burst < math.MaxInt64 {
+		r.Burst++
+	}
+	// Redis: (long long)(period * 1000000. / tokens_per_period + 0.5), at least 1. The
+	// product feeds a division, never an addition, so no fused multiply-add can change it.
+	r.Interval = max(1, int64(r.Period*1e6/float64(r.Rate)+0.5))
+	switch {
+	case r.Interval > math.MaxInt64/r.Cost:
+		return Request{}, errGCRATokensOvf
+	case r.Interval > math.MaxInt64/r.Burst:
+		return Request{}, errGCRABurstOvf
+	}
+	return r, r.CheckSchedule()
+}
+
+// parseInt64 parses b as Redis's string2ll does: an optional '-', then decimal digits
+// without a leading zero ("0" alone excepted), within int64; no '+', no spaces.
+func parseInt64(b []byte) (int64, bool) {
+	digits := bytes.TrimPrefix(b, []byte("-"))
+	if len(digits) == 0 || digits[0] < '0' || digits[0] > '9' || digits[0] == '0' && len(b) > 1 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	return v, err == nil
+}
+
+// parseRedisDouble parses b as Redis's string2d does: C's strtod over the whole
+// argument, refusing an empty one, leading white space, anything left over, overflow
+// to ±Inf, underflow to 0 and NaN. strtod's syntax is Go's but for two things that
+// are handled here: a hexadecimal number needs no binary exponent ("0x10" is 16), and
+// Go's digit separators ("1_000") are not numbers to C. "inf" and "infinity" (any case,
+// signed) are numbers to both.
+func parseRedisDouble(b []byte) (float64, bool) {
+	s := string(b)
+	if s == "" || strings.ContainsRune(s, '_') {
+		return 0, false
+	}
+	unsigned := strings.TrimLeft(s, "+-")
+	hex := len(unsigned) > 1 && unsigned[0] == '0' && (unsigned[1] == 'x' || unsigned[1] == 'X')
+	mantissa, exp := unsigned, "eE"
+	if hex {
+		mantissa, exp = unsigned[2:], "pP"
+		if !strings.ContainsAny(mantissa, exp) {
+			s += "p0"
+		}
+	}
+	if i := strings.IndexAny(mantissa, exp); i >= 0 {
+		mantissa = mantissa[:i]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil, math.IsNaN(v): // overflow is an error here too
+		return 0, false
+	case v == 0 && strings.Trim(mantissa, "0.") != "":
+		return 0, false // a nonzero number that underflowed: strtod's ERANGE with 0
+	}
+	return v, true
 }
 
 // parseRange parses b as Redis parses an integer argument and reports whether it is
