@@ -120,6 +120,8 @@ func TestRedisCLIInteractive(t *testing.T) {
 		{"10 1000\r", "5) (integer) 100"},
 		{"help RL.TOKEN\r", "group:\x1b[0m ratelimit"},
 		{"help @ratelimit\r", "CL.THROTTLE"},
+		{"GCRA ", "key max_burst tokens_per_period period [TOKENS count]"},
+		{"k 1 2 0.5\r", "4) (integer) -1"},
 	} {
 		mark := term.len()
 		if _, err := io.WriteString(stdin, s.typed); err != nil {

@@ -2,12 +2,25 @@ package resp
 
 import "github.com/rlserver/rlserver/algo"
 
-// limiter returns the handler of one RL.* command (or CL.THROTTLE): parse the
-// arguments after the key, let the store decide atomically, answer five integers.
-// This is the hot path: it allocates nothing of its own.
-func limiter(kind algo.Kind) func(s *Server, c *client, args [][]byte, now int64) {
+// parser reads a rate-limiting command's arguments after the key into a request.
+type parser func(s *Server, args [][]byte) (algo.Request, error)
+
+// parseKind is the parser of one RL.* command (or CL.THROTTLE), by its kind.
+func parseKind(kind algo.Kind) parser {
+	return func(s *Server, args [][]byte) (algo.Request, error) {
+		return algo.Parse(kind, args, s.cfg.MaxLogLimit)
+	}
+}
+
+// parseGCRA is the parser of Redis 8.8's GCRA command.
+func parseGCRA(_ *Server, args [][]byte) (algo.Request, error) { return algo.ParseGCRA(args) }
+
+// limiter returns the handler of one rate-limiting command: parse the arguments after
+// the key, let the store decide atomically, answer five integers. This is the hot
+// path: it allocates nothing of its own.
+func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) {
 	return func(s *Server, c *client, args [][]byte, now int64) {
-		req, err := algo.Parse(kind, args[2:], s.cfg.MaxLogLimit)
+		req, err := parse(s, args[2:])
 		if err != nil {
 			c.writeError(err.Error())
 			return
@@ -18,7 +31,7 @@ func limiter(kind algo.Kind) func(s *Server, c *client, args [][]byte, now int64
 			return
 		}
 		var first int64
-		if d.Allowed != (kind == algo.KindThrottle) { // CL.THROTTLE answers "limited" instead
+		if d.Allowed != req.Cell { // redis-cell's reply (CL.THROTTLE, GCRA) answers "limited" instead
 			first = 1
 		}
 		c.w.WriteArray(5)

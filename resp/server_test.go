@@ -59,7 +59,7 @@ func TestCommandIntrospection(t *testing.T) {
 			{"COMMAND DOCS nosuch", map[int]string{3: "{}", 2: "[]"}[proto]},
 			{"COMMAND LIST FILTERBY PATTERN rl.*", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky rl.all rl.acquire rl.release rl.renew rl.reset]"},
 			{"COMMAND LIST FILTERBY PATTERN client|*name", "[client|getname client|setname]"},
-			{"COMMAND LIST FILTERBY ACLCAT ratelimit", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky cl.throttle rl.all rl.acquire rl.release rl.renew]"},
+			{"COMMAND LIST FILTERBY ACLCAT ratelimit", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky cl.throttle gcra rl.all rl.acquire rl.release rl.renew]"},
 			{"COMMAND LIST FILTERBY MODULE x", "[]"},
 			{"COMMAND LIST FILTERBY FOO x", "ERR syntax error"},
 			{"COMMAND LIST FOO", "ERR syntax error"},

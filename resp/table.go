@@ -141,7 +141,7 @@ func init() {
 				{"RL.FIXED api:alice 3 60000 COST 3", "1 3 0 0 60000"},
 				{"RL.FIXED api:alice 3 60000", "0 3 0 60000 60000"},
 			},
-			run: limiter(algo.KindFixed),
+			run: limiter(parseKind(algo.KindFixed)),
 		},
 		{
 			name: "rl.slide", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
@@ -158,7 +158,7 @@ func init() {
 				{"RL.SLIDE api:bob 10 60000", "1 10 9 0 120000"},
 				{"RL.SLIDE api:bob 10 60000 COST 10", "0 10 9 120000 120000"},
 			},
-			run: limiter(algo.KindSlide),
+			run: limiter(parseKind(algo.KindSlide)),
 		},
 		{
 			name: "rl.log", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
@@ -174,7 +174,7 @@ func init() {
 				{"RL.LOG login:carol 5 10000", "1 5 4 0 10000"},
 				{"RL.LOG login:carol 5 10000 COST 5", "0 5 4 10000 10000"},
 			},
-			run: limiter(algo.KindLog),
+			run: limiter(parseKind(algo.KindLog)),
 		},
 		{
 			name: "rl.token", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
@@ -190,7 +190,7 @@ func init() {
 				{"RL.TOKEN user:1 10 1000", "1 10 9 0 100"},
 				{"RL.TOKEN user:1 10 1000 COST 20", "0 10 9 -1 100"},
 			},
-			run: limiter(algo.KindToken),
+			run: limiter(parseKind(algo.KindToken)),
 		},
 		{
 			name: "rl.gcra", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
@@ -198,15 +198,17 @@ func init() {
 			group:      groupRateLimit,
 			complexity: "O(1)",
 			args:       limiterArgs("limit", &arg{name: "burst", typ: "integer", token: "BURST", optional: true}),
-			doc: "Spaces requests one emission interval `window_ms / limit` apart and tolerates " +
-				"`burst` of them at once (default: `limit`). The key stores only its theoretical " +
-				"arrival time. Field 2 is the burst. Equivalent to a token bucket, with exact " +
-				"`retry_after_ms`.",
+			doc: "Spaces requests one emission interval T apart, T = round(window_ms·1000 / limit) µs " +
+				"(half up, at least 1), and tolerates `burst` of them at once (default: `limit`). The key " +
+				"stores only its theoretical arrival time, in integer µs; Redis 8.8's `GCRA` command " +
+				"(below) reads and writes the same state. Field 2 is the burst. Equivalent to a token " +
+				"bucket, with exact `retry_after_ms`. A schedule over 100 years is refused: " +
+				"`ERR burst × window_ms / limit must be at most 100 years`.",
 			examples: []example{
 				{"RL.GCRA api:dave 10 1000", "1 10 9 0 100"},
 				{"RL.GCRA api:dave 10 1000 COST 10", "0 10 9 100 100"},
 			},
-			run: limiter(algo.KindGCRA),
+			run: limiter(parseKind(algo.KindGCRA)),
 		},
 		{
 			name: "rl.leaky", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
@@ -215,15 +217,18 @@ func init() {
 			complexity: "O(1)",
 			args:       limiterArgs("limit", &arg{name: "queue", typ: "integer", token: "QUEUE", optional: true}),
 			doc: "A shaper, like nginx `limit_req` without `nodelay`: requests leave one every " +
-				"`window_ms / limit`, and up to `queue` requests (default 0) may wait for their turn. " +
+				"T = round(window_ms·1000 / limit) µs (half up, at least 1), and up to `queue` requests " +
+				"(default 0) may wait for their turn. " +
 				"**When allowed, field 4 is the delay in ms the caller must wait before going ahead** " +
-				"(0 if none); when limited, it is the time until the queue has room.",
+				"(0 if none); when limited, it is the time until the queue has room. The schedule is kept " +
+				"in integer µs, and one over 100 years is refused: a queue or a cost whose T·queue or " +
+				"T·cost passes 100 years (`ERR queue × window_ms / limit must be at most 100 years`).",
 			examples: []example{
 				{"RL.LEAKY jobs:eve 2 1000 QUEUE 1", "1 2 1 0 500"},
 				{"RL.LEAKY jobs:eve 2 1000 QUEUE 1", "1 2 0 500 1000"},
 				{"RL.LEAKY jobs:eve 2 1000 QUEUE 1", "0 2 0 500 1000"},
 			},
-			run: limiter(algo.KindLeaky),
+			run: limiter(parseKind(algo.KindLeaky)),
 		},
 		{
 			name: "cl.throttle", arity: -5, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
@@ -239,11 +244,53 @@ func init() {
 			},
 			doc: "A drop-in for the redis-cell module (and Dragonfly's built-in): same arguments, same " +
 				"GCRA, same reply. Field 1 is **limited** (0 = allowed, 1 = limited), times are in " +
-				"seconds rounded up, and `retry_after` is -1 when allowed.",
+				"seconds rounded up, and `retry_after` is -1 when allowed. The emission interval is " +
+				"T = round(period_s·10^6 / count_per_period) µs (half up, at least 1), the state an " +
+				"integer of µs, and a schedule over 100 years is refused: " +
+				"`ERR (max_burst + 1) × period_s / count_per_period must be at most 100 years`.",
 			examples: []example{
 				{"CL.THROTTLE user123 15 30 60", "0 16 15 -1 2"},
 			},
-			run: limiter(algo.KindThrottle),
+			run: limiter(parseKind(algo.KindThrottle)),
+		},
+		{
+			// Redis 8.8's own command: its arity, and at most 7 words (ParseGCRA).
+			name: "gcra", arity: -5, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,
+			summary:    "Redis 8.8's GCRA: max_burst+1 requests at once, tokens_per_period per period seconds; redis-cell's reply.",
+			group:      groupRateLimit,
+			complexity: "O(1)",
+			args: []arg{
+				{name: "key", typ: "key"},
+				{name: "max_burst", typ: "integer"},
+				{name: "tokens_per_period", typ: "integer"},
+				{name: "period", typ: "double"},
+				{name: "count", typ: "integer", token: "TOKENS", optional: true},
+			},
+			doc: "Redis 8.8's native command, with its arguments, checks, error texts and reply, so code " +
+				"written for it (go-redis, lettuce, jedis, phpredis and predis ship a method) runs against " +
+				"rlserver unchanged. `period` is a float number of seconds, 0 < period < 1e12 (`1.5`, " +
+				"`3600.25`, `1e3`, `0x10` and `inf` read as Redis reads them); the emission interval is " +
+				"T = max(1, (long long)(period·10^6 / tokens_per_period + 0.5)) µs, computed in doubles as " +
+				"Redis does. `max_burst + 1` requests pass at once; `TOKENS n` (1 to 2^63-1, default 1) " +
+				"is the request's cost. The reply is redis-cell's: **limited** (0 = allowed, 1 = " +
+				"limited), `max_burst + 1`, remaining, `retry_after` in seconds rounded up (-1 when " +
+				"allowed, and when n can never fit) and `reset_after` in seconds rounded up. The state is " +
+				"RL.GCRA's, an integer theoretical arrival time in µs: GCRA and RL.GCRA on one key share " +
+				"it, and `TYPE` answers `rl.gcra` (Redis: `gcra`). Errors are Redis's: " +
+				"`ERR value is out of range, must be positive` (max_burst), " +
+				"`ERR value is not an integer or out of range`, " +
+				"`ERR value is out of range, value must between 1 and 9223372036854775807` " +
+				"(tokens_per_period, TOKENS), `ERR value is not a valid float`, " +
+				"`ERR period must be > 0 and < 1e12`, `ERR Missing TOKENS value`, `ERR syntax error`, " +
+				"and the overflow errors of T·n and T·(max_burst+1); then rlserver's own bound, " +
+				"`ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years`. Nothing " +
+				"changes on any error. GCRA is not a rule of RL.ALL, whose word GCRA means RL.GCRA.",
+			examples: []example{
+				{"GCRA api:grace 15 30 60", "0 16 15 -1 2"},
+				{"GCRA api:grace 15 30 60 TOKENS 16", "1 16 15 2 2"},
+				{"RL.GCRA api:grace 30 60000 BURST 16", "1 16 14 0 4000"}, // the same state, in ms
+			},
+			run: limiter(parseGCRA),
 		},
 		{
 			// The keys sit among the rules' other arguments: movablekeys, as Redis marks

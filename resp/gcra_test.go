@@ -1,0 +1,257 @@
+package resp
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGCRARedisSuite replays Redis's own tests of GCRA (tests/unit/gcra.tcl in
+// redis/redis) at a frozen clock, each with the exact reply Redis's arithmetic gives
+// where the Tcl test checks only a sign or a bound. Left out: a list or set on the
+// key (rlserver has neither; another algorithm's state stands in), GCRASETVALUE,
+// DUMP/RESTORE, RDB and AOF reloads and replication, which rlserver does not have.
+func TestGCRARedisSuite(t *testing.T) {
+	const (
+		positive = "ERR value is out of range, must be positive"
+		atLeast1 = "ERR value is out of range, value must between 1 and 9223372036854775807"
+		notInt   = "ERR value is not an integer or out of range"
+		period   = "ERR period must be > 0 and < 1e12"
+		tokOvf   = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow"
+		burstOvf = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow"
+	)
+	for _, tc := range []struct {
+		name  string
+		calls []call
+	}{
+		{"argument validation", []call{
+			{"GCRA", "ERR wrong number of arguments for 'gcra' command"},
+			{"GCRA mykey", "ERR wrong number of arguments for 'gcra' command"},
+			{"GCRA mykey 10", "ERR wrong number of arguments for 'gcra' command"},
+			{"GCRA mykey 10 5", "ERR wrong number of arguments for 'gcra' command"},
+			{"GCRA mykey -1 5 10", positive},
+			{"GCRA mykey notanumber 5 10", positive},
+			{"GCRA mykey 10 0 10", atLeast1},
+			{"GCRA mykey 10 -1 10", atLeast1},
+			{"GCRA mykey 10 notanumber 10", notInt},
+			{"GCRA mykey 10 5 0", period},
+			{"GCRA mykey 10 5 -1", period},
+			{"GCRA mykey 10 5 notanumber", "ERR value is not a valid float"},
+			{"GCRA mykey 10 5 10 TOKENS", "ERR Missing TOKENS value"},
+			{"GCRA mykey 10 5 10 TOKENS 0", atLeast1},
+			{"GCRA mykey 10 5 10 TOKENS -1", atLeast1},
+			{"GCRA mykey 10 5 10 TOKENS notanumber", notInt},
+			{"EXISTS mykey", "0"}, // no error wrote anything
+			{"GCRA mykey 10 5 60", "[0 11 10 -1 12]"},
+			{"DEL mykey", "1"},
+			{"GCRA mykey 10 5 60 TOKENS 2", "[0 11 9 -1 24]"},
+			{"DEL mykey", "1"},
+			{"GCRA mykey 10 5 0.5", "[0 11 10 -1 1]"},
+		}},
+		{"first request is allowed", []call{
+			{"GCRA mykey 5 10 60", "[0 6 5 -1 6]"},
+		}},
+		{"sub-millisecond TaT does not expire key at current ms", []call{
+			{"GCRA mykey 1 10000 1", "[0 2 1 -1 1]"},
+			{"EXISTS mykey", "1"},
+			{"PTTL mykey", "1"},
+		}},
+		{"requests within burst are allowed", []call{
+			{"GCRA mykey 5 1 60", "[0 6 5 -1 60]"},
+			{"GCRA mykey 5 1 60", "[0 6 4 -1 120]"},
+			{"GCRA mykey 5 1 60", "[0 6 3 -1 180]"},
+			{"GCRA mykey 5 1 60", "[0 6 2 -1 240]"},
+			{"GCRA mykey 5 1 60", "[0 6 1 -1 300]"},
+			{"GCRA mykey 5 1 60", "[0 6 0 -1 360]"},
+			{"GCRA mykey 5 1 60", "[1 6 0 60 360]"},
+		}},
+		{"retry_after is positive when limited", []call{
+			{"GCRA mykey 2 1 60", "[0 3 2 -1 60]"},
+			{"GCRA mykey 2 1 60", "[0 3 1 -1 120]"},
+			{"GCRA mykey 2 1 60", "[0 3 0 -1 180]"},
+			{"GCRA mykey 2 1 60", "[1 3 0 60 180]"},
+		}},
+		{"retry_after is negative when allowed", []call{
+			{"GCRA mykey 5 1 60", "[0 6 5 -1 60]"},
+		}},
+		{"num_avail_req decreases with each request", []call{
+			{"GCRA mykey 5 1 60", "[0 6 5 -1 60]"},
+			{"GCRA mykey 5 1 60", "[0 6 4 -1 120]"},
+		}},
+		{"multiple tokens consumed per request", []call{
+			{"GCRA mykey 5 1 60", "[0 6 5 -1 60]"},
+			{"DEL mykey", "1"},
+			{"GCRA mykey 5 1 60 TOKENS 3", "[0 6 3 -1 180]"},
+		}},
+		{"rate recovery over time", []call{
+			{"GCRA mykey 1 1 1", "[0 2 1 -1 1]"},
+			{"GCRA mykey 1 1 1", "[0 2 0 -1 2]"},
+			{"GCRA mykey 1 1 1", "[1 2 0 1 2]"},
+			{"DEBUG CLOCK ADVANCE 1100000", "OK"}, // Tcl: after 1100
+			{"GCRA mykey 1 1 1", "[0 2 0 -1 2]"},
+		}},
+		{"full_burst_after indicates time to full recovery", []call{
+			{"GCRA mykey 5 1 60", "[0 6 5 -1 60]"},
+			{"GCRA mykey 5 1 60", "[0 6 4 -1 120]"},
+			{"GCRA mykey 5 1 60", "[0 6 3 -1 180]"}, // Tcl: >= 179
+			{"DEL mykey", "1"},
+			{"GCRA mykey 5 1 60", "[0 6 5 -1 60]"},
+			{"GCRA mykey 5 1 60 TOKENS 4", "[0 6 1 -1 300]"}, // Tcl: >= 299
+		}},
+		{"different keys are independent", []call{
+			{"GCRA key1 2 1 60", "[0 3 2 -1 60]"},
+			{"GCRA key1 2 1 60", "[0 3 1 -1 120]"},
+			{"GCRA key1 2 1 60", "[0 3 0 -1 180]"},
+			{"GCRA key1 2 1 60", "[1 3 0 60 180]"},
+			{"GCRA key2 2 1 60", "[0 3 2 -1 60]"},
+		}},
+		{"max_burst of 0 allows only sustained rate", []call{
+			{"GCRA mykey 0 1 1", "[0 1 0 -1 1]"},
+			{"GCRA mykey 0 1 1", "[1 1 0 1 1]"},
+		}},
+		{"wrong type error", []call{
+			{"RL.TOKEN mykey 5 60000", "[1 5 4 0 12000]"},
+			{"GCRA mykey 5 1 60", "WRONGTYPE Operation against a key holding the wrong kind of value"},
+			{"DEL mykey", "1"},
+			{"CL.THROTTLE mykey 5 1 60", "[0 6 5 -1 60]"},
+			{"GCRA mykey 5 1 60", "WRONGTYPE Operation against a key holding the wrong kind of value"},
+		}},
+		{"overflow", []call{
+			{"GCRA mykey 1 1 86400 TOKENS 200000000", tokOvf},
+			{"GCRA mykey 200000000 1 86400", burstOvf},
+			{"GCRA mykey 1 1 2147483647 TOKENS 2147483647", tokOvf},
+			{"EXISTS mykey", "0"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startDebugServer(t)
+			for _, proto := range []int{3, 2} {
+				ts.clock.set(t0)
+				rdb := ts.client(t, proto)
+				run(t, rdb, tc.calls)
+				run(t, rdb, []call{{"FLUSHALL", "OK"}})
+			}
+		})
+	}
+}
+
+// TestGCRAErrorsChangeNothing: a bad call on a key that holds a state leaves it as
+// it was, and a schedule over 100 years is refused with rlserver's own error.
+func TestGCRAErrorsChangeNothing(t *testing.T) {
+	ts := startDebugServer(t)
+	rdb := ts.client(t, 3)
+	run(t, rdb, []call{
+		{"GCRA k 5 1 60", "[0 6 5 -1 60]"},
+		{"GCRA k 5 1 60 TOKENS 1 x", "ERR wrong number of arguments for 'gcra' command"},
+		{"GCRA k 5 1 60 COST 1", "ERR syntax error"},
+		{"GCRA k 5 1 60 PEEK", "ERR syntax error"},
+		{"GCRA k 5 1 inf", "ERR period must be > 0 and < 1e12"},
+		{"GCRA k 5 1 1e12", "ERR period must be > 0 and < 1e12"},
+		{"GCRA k 5 1 nan", "ERR value is not a valid float"},
+		{"GCRA k 5 1 1e400", "ERR value is not a valid float"},
+		{"GCRA k 100 1 31536000", "ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years"},
+		{"GCRA k 3153600000000000 1000000 1", "ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years"},
+		{"GCRA k 5 1 60 TOKENS 7", "[1 6 5 -1 60]"}, // 7 of 6 never fits: limited, not refused
+		{"PTTL k", "60000"},
+		{"TYPE k", "rl.gcra"},
+	})
+}
+
+// TestGCRASharesRLGCRA: GCRA and RL.GCRA on one key read and write one state, the
+// theoretical arrival time in µs, each answering in its own units.
+func TestGCRASharesRLGCRA(t *testing.T) {
+	ts := startDebugServer(t)
+	rdb := ts.client(t, 3)
+	run(t, rdb, []call{
+		// 2 per second with a burst of 3, both ways: T = 500 ms.
+		{"GCRA k 2 2 1", "[0 3 2 -1 1]"},
+		{"RL.GCRA k 2 1000 BURST 3", "[1 3 1 0 1000]"},
+		{"gcra k 2 2 1.0 tokens 1", "[0 3 0 -1 2]"},
+		{"RL.GCRA k 2 1000 BURST 3", "[0 3 0 500 1500]"},
+		{"GCRA k 2 2 0x1", "[1 3 0 1 2]"},
+		{"PTTL k", "1500"},
+		{"TYPE k", "rl.gcra"},
+		{"DEBUG CLOCK ADVANCE 1500000", "OK"},
+		{"EXISTS k", "0"}, // fresh again: gone, whichever command wrote it
+	})
+}
+
+// TestGCRACommandInfo: COMMAND INFO gives Redis's arity and key positions, which
+// cluster clients route by; COMMAND DOCS the arguments redis-cli shows as hints; a
+// cluster node redirects a key of another node's slot.
+func TestGCRACommandInfo(t *testing.T) {
+	ts := startServer(t, Config{Cluster: testTopology(t)})
+	ts.clock.set(t0)
+	rdb := ts.client(t, 3)
+	ctx := context.Background()
+	info, err := rdb.Command(ctx).Result() // what go-redis cluster routing reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := info["gcra"]
+	if c == nil || c.Arity != -5 || c.FirstKeyPos != 1 || c.LastKeyPos != 1 || c.StepCount != 1 ||
+		!slices.Contains(c.Flags, "write") {
+		t.Errorf("COMMAND INFO gcra = %+v", c)
+	}
+	docs := do(rdb, "COMMAND DOCS gcra")
+	for _, want := range []string{"tokens_per_period", "type:double", "token:TOKENS"} {
+		if !strings.Contains(docs, want) {
+			t.Errorf("COMMAND DOCS gcra lacks %q: %s", want, docs)
+		}
+	}
+	run(t, rdb, []call{
+		{"GCRA bar 15 30 60", "[0 16 15 -1 2]"},
+		{"GCRA foo 15 30 60", "MOVED 12182 127.0.0.1:7001"},
+	})
+}
+
+// TestGCRAGoRedis calls GCRA through go-redis v9 on a listening server on the real
+// clock, as an application would. go-redis v9.23 has no GCRA method (the command is
+// newer), so Do sends it, which is what its GCRA method would send.
+func TestGCRAGoRedis(t *testing.T) {
+	ts := startServer(t, Config{})
+	ctx := context.Background()
+	for _, proto := range []int{3, 2} {
+		rdb := ts.client(t, proto)
+		key := "app:" + string(rune('0'+proto))
+		r, err := rdb.Do(ctx, "GCRA", key, 15, 30, 60).Int64Slice()
+		if err != nil || !slices.Equal(r, []int64{0, 16, 15, -1, 2}) {
+			t.Errorf("RESP%d: GCRA %s 15 30 60 = %v, %v", proto, key, r, err)
+		}
+		r, err = rdb.Do(ctx, "GCRA", key, 15, 30, 60, "TOKENS", 17).Int64Slice()
+		if err != nil || !slices.Equal(r, []int64{1, 16, 15, -1, 2}) {
+			t.Errorf("RESP%d: GCRA %s 15 30 60 TOKENS 17 = %v, %v", proto, key, r, err)
+		}
+		err = rdb.Do(ctx, "GCRA", key, 15, 30, 0).Err()
+		if err == nil || err.Error() != "ERR period must be > 0 and < 1e12" {
+			t.Errorf("RESP%d: GCRA %s 15 30 0: %v", proto, key, err)
+		}
+	}
+}
+
+// TestGCRARedisCLI runs GCRA from redis-cli, the way a shell script would.
+func TestGCRARedisCLI(t *testing.T) {
+	cli := needTool(t, "redis-cli", "apt-get install redis-tools")
+	ts := startServer(t, Config{})
+	_, port, _ := net.SplitHostPort(ts.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"GCRA", "user123", "15", "30", "60"}, "0\n16\n15\n-1\n2\n"},
+		{[]string{"gcra", "user123", "15", "30", "60", "TOKENS", "16"}, "1\n16\n15\n2\n2\n"},
+		{[]string{"GCRA", "user123", "15", "30", "0"}, "ERR period must be > 0 and < 1e12\n\n"}, // redis-cli's blank line after an error
+		{[]string{"TYPE", "user123"}, "rl.gcra\n"},
+	} {
+		out, err := exec.CommandContext(ctx, cli, append([]string{"-p", port}, c.args...)...).CombinedOutput()
+		if err != nil || string(out) != c.want {
+			t.Errorf("redis-cli %s: %q, %v; want %q", strings.Join(c.args, " "), out, err, c.want)
+		}
+	}
+}
