@@ -29,6 +29,14 @@
 //	rl.gcra                      limit window_ms cost peek burst [now_us]      burst 0 = limit
 //	rl.leaky                     limit window_ms cost peek queue [now_us]
 //	cl.throttle                  max_burst count_per_period period_s quantity [now_us]
+//	gcra                         max_burst tokens_per_period period tokens [now_us]
+//
+// gcra is Redis 8.8's native GCRA command: period is a float of seconds written so that
+// it reads back as the double rlserver parsed (Args writes the shortest such decimal),
+// and the script derives the emission interval from it in doubles, as Redis does. It
+// has no rlserver kind of its own: it reads and writes rl.gcra's state (below), so one
+// key serves GCRA and RL.GCRA alike, as on rlserver. It is not a rule of rl.all, whose
+// GCRA rules are RL.GCRA's.
 //
 // peek is 1 for PEEK, 0 otherwise. Each script answers the same five integers as its
 // command, or WRONGTYPE. Arguments are assumed valid: rlserver validates them, a
@@ -76,7 +84,7 @@
 // # State and types
 //
 // A key is recognised by its Redis type and the field its script writes: rl.fixed is a
-// hash {fw, fc}, rl.slide {sw, sc, sp}, rl.token {tk, ts}, rl.gcra {gt}, rl.leaky {lt},
+// hash {fw, fc}, rl.slide {sw, sc, sp}, rl.token {tk, ts}, rl.gcra and gcra {gt}, rl.leaky {lt},
 // cl.throttle {ct}; rl.log is a sorted set of "ts:cost" members scored by ts (µs), one
 // per admitted moment; a lease set is a sorted set of "l:id" members scored by the
 // lease's deadline (µs), the key living until the last one. Any other existing key
@@ -87,6 +95,7 @@ import (
 	"crypto/sha1"
 	_ "embed" // the scripts' parts
 	"encoding/hex"
+	"strconv"
 	"strings"
 
 	"github.com/rlserver/rlserver/algo"
@@ -116,6 +125,8 @@ var (
 	leakyBody string
 	//go:embed throttle.lua
 	throttleBody string
+	//go:embed gcra_native.lua
+	gcraNativeBody string
 	//go:embed all.lua
 	allMain string
 	//go:embed leases.lua
@@ -128,7 +139,8 @@ var (
 	renewBody string
 )
 
-// Scripts maps each command, lower case as algo.Kind.Command spells it, to its script.
+// Scripts maps each command, lower case as algo.Kind.Command spells it, to its script;
+// Redis's native GCRA, which has no kind of its own, is "gcra".
 var Scripts = map[string]Script{
 	"rl.fixed":    singleScript("rl.fixed", fixedBody),
 	"rl.slide":    singleScript("rl.slide", slideBody),
@@ -137,6 +149,7 @@ var Scripts = map[string]Script{
 	"rl.gcra":     singleScript("rl.gcra", gcraBody),
 	"rl.leaky":    singleScript("rl.leaky", leakyBody),
 	"cl.throttle": singleScript("cl.throttle", throttleBody),
+	"gcra":        singleScript("gcra", gcraNativeBody),
 	"rl.all": newScript("rl.all", wrap("rule_fixed", fixedBody), wrap("rule_slide", slideBody),
 		wrap("rule_log", logBody), wrap("rule_token", tokenBody), wrap("rule_gcra", gcraBody),
 		wrap("rule_leaky", leakyBody), allMain),
@@ -162,10 +175,15 @@ func wrap(name, body string) string {
 }
 
 // Args is r as its script takes it in ARGV (see Arguments above), without now_us: the
-// one place that maps a parsed request onto the scripts' layout.
+// one place that maps a parsed request onto the scripts' layout. A request of Redis's
+// native GCRA (algo.ParseGCRA: KindGCRA with Cell set) is the gcra script's.
 func Args(r algo.Request) []any {
-	if r.Kind == algo.KindThrottle {
+	switch {
+	case r.Kind == algo.KindThrottle:
 		return []any{r.Limit, r.Rate, r.Window / 1_000_000, r.Cost}
+	case r.Kind == algo.KindGCRA && r.Cell:
+		// The shortest decimal that reads back as the same double, as strtod reads it.
+		return []any{r.Limit, r.Rate, strconv.FormatFloat(r.Period, 'g', -1, 64), r.Cost}
 	}
 	peek := 0
 	if r.Peek {

@@ -23,7 +23,7 @@ import (
 // script as a function. That Redis runs them as rlserver decides is proved by
 // ../compat_test.go, and below for the new ones.
 func TestScripts(t *testing.T) {
-	single := []string{"rl.fixed", "rl.slide", "rl.log", "rl.token", "rl.gcra", "rl.leaky", "cl.throttle"}
+	single := []string{"rl.fixed", "rl.slide", "rl.log", "rl.token", "rl.gcra", "rl.leaky", "cl.throttle", "gcra"}
 	for _, command := range append(single, "rl.all", "rl.acquire", "rl.release", "rl.renew") {
 		s, ok := Scripts[command]
 		if !ok {
@@ -55,8 +55,8 @@ func TestScripts(t *testing.T) {
 			}
 		}
 	}
-	if len(Scripts) != 11 {
-		t.Errorf("%d scripts, want 11", len(Scripts))
+	if len(Scripts) != 12 {
+		t.Errorf("%d scripts, want 12", len(Scripts))
 	}
 }
 
@@ -71,6 +71,12 @@ func TestArgs(t *testing.T) {
 		{algo.Request{Kind: algo.KindGCRA, Limit: 10, Window: 1_000_000, Cost: 1, Burst: 2}, "[10 1000 1 0 2]"},
 		{algo.Request{Kind: algo.KindLeaky, Limit: 10, Window: 1_000_000, Cost: 1, Queue: 7}, "[10 1000 1 0 7]"},
 		{algo.Request{Kind: algo.KindThrottle, Limit: 15, Rate: 30, Window: 60_000_000, Cost: 1}, "[15 30 60 1]"},
+		// Redis's GCRA: the period as the shortest decimal of its double.
+		{nativeGCRA(t, "15 30 60 TOKENS 2"), "[15 30 60 2]"},
+		{nativeGCRA(t, "0 7 3600.25"), "[0 7 3600.25 1]"},
+		{nativeGCRA(t, "0 1 0x10"), "[0 1 16 1]"},
+		{nativeGCRA(t, "0 1 1e-7"), "[0 1 1e-07 1]"},
+		{nativeGCRA(t, "0 1 0.1"), "[0 1 0.1 1]"},
 	}
 	for _, tt := range tests {
 		if got := fmt.Sprint(Args(tt.req)); got != tt.want {
@@ -444,4 +450,43 @@ func TestRealClock(t *testing.T) {
 	if n, _ := rdb.Exists(ctx, "{r}lease").Result(); n != 0 {
 		t.Errorf("the lease key outlives its last lease")
 	}
+}
+
+// nativeGCRA is Redis's GCRA's request for args, as rlserver parses it.
+func nativeGCRA(t *testing.T, args string) algo.Request {
+	t.Helper()
+	var raw [][]byte
+	for _, a := range strings.Fields(args) {
+		raw = append(raw, []byte(a))
+	}
+	r, err := algo.ParseGCRA(raw)
+	if err != nil {
+		t.Fatalf("ParseGCRA(%q): %v", args, err)
+	}
+	return r
+}
+
+// TestNativeGCRA runs the gcra script (Redis 8.8's GCRA) on its own and on a key it
+// shares with rl.gcra: one state, each answering in its own units, and a limited call
+// changes nothing.
+func TestNativeGCRA(t *testing.T) {
+	rdb := newRedis(t)
+	const wrongType = "error: WRONGTYPE Operation against a key holding the wrong kind of value"
+	runCalls(t, rdb, []call{
+		// Redis's "requests within burst" case: 6 of max_burst 5 at once, then limited.
+		{"gcra", []string{"k"}, []any{5, 1, "60", 1, t0}, "[0 6 5 -1 60]", false},
+		{"gcra", []string{"k"}, []any{5, 1, "60", 4, t0}, "[0 6 1 -1 300]", false},
+		{"gcra", []string{"k"}, []any{5, 1, "60", 1, t0}, "[0 6 0 -1 360]", false},
+		{"gcra", []string{"k"}, []any{5, 1, "60", 1, t0}, "[1 6 0 60 360]", true},
+		{"gcra", []string{"k"}, []any{5, 1, "60", 7, t0}, "[1 6 0 -1 360]", true}, // never fits
+		{"", nil, []any{"PEXPIRETIME", "k"}, fmt.Sprint(t0 + 360_000_000), false},
+		// The same state through rl.gcra (T = 60 s: 1 per 60000 ms, burst 6), 60 s on.
+		{"rl.gcra", []string{"k"}, []any{1, 60000, 1, 0, 6, t0 + 60_000_000}, "[1 6 0 0 360000]", false},
+		{"gcra", []string{"k"}, []any{5, 1, "60", 1, t0 + 60_000_000}, "[1 6 0 60 360]", true},
+		// T from the period in doubles: 2.09583 s / 44 is 47632.99999999999 µs, so 47632.
+		{"gcra", []string{"f"}, []any{0, 44, "2.09583", 1, t0}, "[0 1 0 -1 1]", false},
+		{"", nil, []any{"HGET", "f", "gt"}, fmt.Sprint(t0 + 47632), false},
+		{"cl.throttle", []string{"cell"}, []any{5, 1, 60, 1, t0}, "[0 6 5 -1 60]", false},
+		{"gcra", []string{"cell"}, []any{5, 1, "60", 1, t0}, wrongType, true},
+	})
 }
