@@ -1,0 +1,270 @@
+package rlserver_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/lua"
+)
+
+// The differential run of Redis 8.8's native GCRA command: random GCRA calls mixed
+// with RL.GCRA calls on the same keys (they share one state), sent to rlserver and
+// to Redis running the reference scripts, at one injected clock, with package algo
+// beside them. Every reply, EXISTS and PTTL must match.
+
+// periods are spellings of GCRA's float period: fractions of a second and of a µs,
+// whole minutes and hours, and the forms C's strtod reads (exponent, hexadecimal).
+var periods = []string{"0.5", "1", "1.5", "60", "3600.25", "0.25", "0.001", "1e-7", "0.0000015",
+	"2.09583", "7.77", "1e3", "0x10", "86400", "31536000"}
+
+// genGCRASteps draws n calls over 4 keys: about 7 in 10 native GCRA calls (random
+// max_burst, tokens_per_period, period and TOKENS, the command and TOKENS in random
+// letter case), the rest RL.GCRA calls as the main suite draws them (PEEK and COST
+// included). Each key has parameters per command, redrawn now and then. Time steps
+// follow the call's own emission interval and tolerance. It fails t if rlserver's
+// parser reads a command otherwise than the step means it.
+func genGCRASteps(t *testing.T, seed uint64, n int) []step {
+	rng := rand.New(rand.NewPCG(seed, 0x6c7261))
+	type slot struct {
+		key    int
+		native bool
+	}
+	params := map[slot]algo.Request{}
+	spelled := map[slot]string{} // each native slot's period as sent
+	burst := false
+	now := 1_750_000_000_000_000 + rng.Int64N(1_000_000_000_000)
+	steps := make([]step, n)
+	natives := 0
+	for i := range steps {
+		s := slot{rng.IntN(4), rng.IntN(10) < 7}
+		name := fmt.Sprintf("diff:gcra:%d", s.key)
+		r, ok := params[s]
+		for !ok || rng.IntN(30) == 0 {
+			if s.native {
+				r, spelled[s] = drawNative(t, rng)
+			} else {
+				r = drawParams(rng, algo.KindGCRA, true)
+			}
+			// Keys 0-2 keep their states within 10 s, so that they come back within
+			// reach of every call's parameters; key 3 takes schedules up to 100 years.
+			ok = s.key == 3 || tolerance(r) <= 10_000_000
+			params[s] = r
+		}
+		if rng.IntN(40) == 0 {
+			burst = !burst
+		}
+		var args []any
+		if s.native {
+			natives++
+			r.Cost = drawTokens(rng, r)
+			now += drawNativeStep(rng, r, burst)
+			args = nativeCommand(rng, r, spelled[s], name)
+			parsed, err := algo.ParseGCRA(rawArgs(args[2:]))
+			if err != nil || parsed != r {
+				t.Fatalf("algo.ParseGCRA(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
+			}
+		} else {
+			now += drawStep(rng, r, burst)
+			r.Cost = drawCost(rng, r)
+			r.Peek = rng.IntN(10) == 0
+			args = command(r, name, rng)
+			parsed, err := algo.Parse(r.Kind, rawArgs(args[2:]), 100_000)
+			if err != nil || parsed != r {
+				t.Fatalf("algo.Parse(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
+			}
+		}
+		steps[i] = step{key: name, now: now, req: r, args: args}
+	}
+	t.Logf("%d calls: %d GCRA, %d RL.GCRA", n, natives, n-natives)
+	return steps
+}
+
+// drawNative draws a native GCRA call's parameters that rlserver accepts (TOKENS
+// aside, drawn per call), and the spelling of its period.
+func drawNative(t *testing.T, rng *rand.Rand) (algo.Request, string) {
+	for {
+		mb := drawCount(rng) - 1
+		if rng.IntN(3) == 0 {
+			mb = rng.Int64N(6) // reached within a burst
+		}
+		tpp := drawCount(rng)
+		if rng.IntN(10) == 0 {
+			tpp = 1 + rng.Int64N(1_000_000_000_000) // T of 1 µs, and below
+		}
+		p := periods[rng.IntN(len(periods))]
+		switch rng.IntN(4) {
+		case 0:
+			p = strconv.FormatFloat(float64(1+rng.IntN(100_000))/1000, 'f', -1, 64)
+		case 1:
+			p = strconv.Itoa(1 + rng.IntN(3600))
+		}
+		r, err := algo.ParseGCRA(rawArgs([]any{mb, tpp, p}))
+		switch {
+		case err == nil:
+			return r, p
+		case !strings.Contains(err.Error(), "100 years") && !strings.Contains(err.Error(), "overflow"):
+			t.Fatalf("drawNative: GCRA k %d %d %s: %v", mb, tpp, p, err)
+		}
+		// A tolerance over 100 years, or past int64 µs: draw again.
+	}
+}
+
+// tolerance is how far ahead of now a call of r may leave its key's state: T·b µs.
+func tolerance(r algo.Request) int64 {
+	if r.Cell {
+		return r.Interval * r.Burst
+	}
+	b := r.Burst
+	if b == 0 {
+		b = r.Limit
+	}
+	return max(1, (2*r.Window+r.Limit)/(2*r.Limit)) * b // T rounded half up, as algo does
+}
+
+// drawTokens draws a call's TOKENS around the burst: mostly 1, up to it, just above
+// it (never fits), or anywhere up to 1e12, within Redis's overflow check.
+func drawTokens(rng *rand.Rand, r algo.Request) int64 {
+	for {
+		var c int64
+		switch n := rng.IntN(100); {
+		case n < 55:
+			c = 1
+		case n < 85:
+			c = 1 + rng.Int64N(r.Burst)
+		case n < 95:
+			c = r.Burst + 1 + rng.Int64N(r.Burst)
+		default:
+			c = 1 + rng.Int64N(1_000_000_000_000)
+		}
+		if r.Interval <= math.MaxInt64/c {
+			return c
+		}
+	}
+}
+
+// drawNativeStep draws a time step (µs) at the scales of a native call: none, sub-ms,
+// around its emission interval T, within its tolerance T·(max_burst+1), and past it.
+// In a burst the steps stay small, so that the burst runs out.
+func drawNativeStep(rng *rand.Rand, r algo.Request, burst bool) int64 {
+	tol := r.Interval * r.Burst
+	n := rng.IntN(100)
+	if burst {
+		n = n * 65 / 100
+	}
+	var d int64
+	switch {
+	case n < 30:
+	case n < 45:
+		d = 1 + rng.Int64N(1000)
+	case n < 65:
+		d = rng.Int64N(2*r.Interval + 1)
+	case n < 85:
+		d = rng.Int64N(tol + 1)
+	default:
+		d = tol + rng.Int64N(2*tol+1)
+	}
+	return min(d, maxStep)
+}
+
+// nativeCommand is the GCRA call r on key, its period spelled p: the command word and
+// TOKENS in random case, TOKENS 1 sent or left to its default at random.
+func nativeCommand(rng *rand.Rand, r algo.Request, p, key string) []any {
+	args := []any{randomCase(rng, "GCRA"), key, r.Limit, r.Rate, p}
+	if r.Cost != 1 || rng.IntN(2) == 0 {
+		args = append(args, randomCase(rng, "TOKENS"), r.Cost)
+	}
+	return args
+}
+
+// rawArgs is args as the server reads them.
+func rawArgs(args []any) [][]byte {
+	raw := make([][]byte, len(args))
+	for i, a := range args {
+		raw[i] = fmt.Append(nil, a)
+	}
+	return raw
+}
+
+// gcraScriptSide is Redis running the reference scripts, as scriptSide, but a native
+// GCRA step runs the gcra script, which has no algo.Kind of its own.
+type gcraScriptSide struct{ client *redis.Client }
+
+func (gcraScriptSide) name() string { return "redis+lua" }
+
+func (s gcraScriptSide) run(ctx context.Context, steps []step) ([]outcome, error) {
+	pipe := s.client.Pipeline()
+	calls := make([]*redis.Cmd, len(steps))
+	exists := make([]*redis.Cmd, len(steps))
+	expires := make([]*redis.Cmd, len(steps))
+	for i, st := range steps {
+		sc := lua.Scripts[st.req.Kind.Command()]
+		if st.req.Cell {
+			sc = lua.Scripts["gcra"]
+		}
+		calls[i] = pipe.EvalSha(ctx, sc.SHA1, []string{st.key}, append(lua.Args(st.req), st.now)...)
+		exists[i] = pipe.Do(ctx, "EXISTS", st.key)
+		expires[i] = pipe.Do(ctx, "PEXPIRETIME", st.key) // µs under now_us (package lua)
+	}
+	pipe.Exec(ctx) // the errors are per command, read below
+	outs := make([]outcome, len(steps))
+	for i, st := range steps {
+		o := &outs[i]
+		if err := readReply(calls[i], o); err != nil {
+			return nil, err
+		}
+		n, err := exists[i].Int64()
+		if err != nil {
+			return nil, err
+		}
+		at, err := expires[i].Int64()
+		if err != nil {
+			return nil, err
+		}
+		o.exists, o.pttl = n == 1, at
+		if at > 0 {
+			o.pttl = (at - st.now + 999) / 1000
+		}
+	}
+	return outs, nil
+}
+
+// gcraAlgoSide is algoSide with the wire's first field of a native GCRA step, which
+// answers "limited" where algoSide's replyOf writes RL.GCRA's "allowed".
+type gcraAlgoSide struct{ algoSide }
+
+func (a gcraAlgoSide) run(_ context.Context, steps []step) ([]outcome, error) {
+	outs := make([]outcome, len(steps))
+	for i, st := range steps {
+		outs[i] = a.do(st)
+		if st.req.Cell && outs[i].err == "" {
+			outs[i].reply[0] = 1 - outs[i].reply[0]
+		}
+	}
+	return outs, nil
+}
+
+// TestGCRALuaMatchesAlgo: the gcra and rl.gcra scripts on Redis against package algo,
+// GCRA and RL.GCRA calls mixed on shared keys, on one injected clock.
+func TestGCRALuaMatchesAlgo(t *testing.T) {
+	r := needRedis(t)
+	sd := seed(t)
+	steps := genGCRASteps(t, sd, *compatCalls)
+	differential[step, outcome](t, sd, steps, gcraScriptSide{r.client}, gcraAlgoSide{algoSide{map[string]*algoKey{}}})
+}
+
+// TestGCRAServerMatchesLua: rlserver against the scripts on Redis (algo beside them),
+// GCRA and RL.GCRA calls mixed on shared keys: every reply, EXISTS and PTTL agree.
+func TestGCRAServerMatchesLua(t *testing.T) {
+	r, s := needRedis(t), needServer(t)
+	t.Cleanup(func() { flush(t, r); flush(t, s) })
+	sd := seed(t)
+	steps := genGCRASteps(t, sd, *compatCalls)
+	differential[step, outcome](t, sd, steps, gcraScriptSide{r.client}, serverSide{s.client}, gcraAlgoSide{algoSide{map[string]*algoKey{}}})
+}
