@@ -2,6 +2,7 @@ package algo
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -129,7 +130,7 @@ func TestParseGCRAErrors(t *testing.T) {
 
 		// rlserver's own bound: the tolerance within 100 years.
 		{[]string{"100", "1", "31536000"}, span},
-		{[]string{"3153600000000000", "1000000", "1"}, span}, // T = 1 µs, one µs too many
+		{[]string{"3153600000000000", "1000000", "1"}, span},    // T = 1 µs, one µs too many
 		{[]string{"9223372036854775807", "1000000", "1"}, span}, // T = 1: Redis takes it
 		{[]string{"9223372036854775807", "1", "1"}, burstOvf},
 	} {
@@ -174,4 +175,34 @@ func TestParseRedisDouble(t *testing.T) {
 			t.Errorf("parseRedisDouble(%q) = %v, %v; want %v, %v", c.s, got, ok, c.want, c.ok)
 		}
 	}
+}
+
+// FuzzParseGCRA checks that any arguments parse without panic into either an error
+// line starting "ERR " or a request GCRA decides within the integer state's bounds.
+// Its seed corpus runs in plain go test.
+func FuzzParseGCRA(f *testing.F) {
+	for _, seed := range []string{"10 5 60", "0 1 1e-7 TOKENS 3", "5 1 0x10 tokens 7", "1 1 inf",
+		"9223372036854775807 1000000 1", "1 1 86400 TOKENS 200000000", "1 2", "1 2 3 TOKENS", "-0 1 1"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		r, err := ParseGCRA(split(args))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "ERR ") {
+				t.Fatalf("error %q does not start with ERR", err)
+			}
+			return
+		}
+		if r.Interval < 1 || r.Burst < 1 || r.Cost < 1 || r.Burst > maxSchedule/r.Interval || !r.Cell {
+			t.Fatalf("ParseGCRA(%q) = %+v: out of bounds", args, r)
+		}
+		tat := int64(0)
+		for _, now := range []int64{base, base + r.Interval, base + r.Interval*r.Burst} {
+			var d Decision
+			tat, d = GCRA(tat, r, now)
+			if tat > now+maxSchedule || d.Limit != r.Burst {
+				t.Fatalf("ParseGCRA(%q) at %d: tat %d, %+v", args, now, tat, d)
+			}
+		}
+	})
 }
