@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server soak experiments scale docs clean
+.PHONY: build run test bench bench-server bench-client soak experiments scale docs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -24,6 +24,12 @@ bench:
 # rlserver vs redis-server + Lua through redis-benchmark, in the same run.
 bench-server: build
 	./scripts/bench-server.sh
+
+# The Go client's auto-batching against go-redis's own pool, in the same run, on an rlserver
+# process on loopback: 256 goroutines calling Allow on random keys, then 256 HTTP clients
+# through the middleware. The last line is the headline (README, "Go client").
+bench-client: build
+	$(GO) run ./cmd/rlbench client -rlserver-bin $(BIN)
 
 # The full soak: the built binary on loopback, 2,000 connections, a million mixed
 # commands with garbage and half-sent requests, bounded to ~2 minutes (make test runs

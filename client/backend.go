@@ -23,7 +23,7 @@ var allWords = [...]string{algo.KindFixed: "FIXED", algo.KindSlide: "SLIDE", alg
 	algo.KindToken: "TOKEN", algo.KindGCRA: "GCRA", algo.KindLeaky: "LEAKY"}
 
 // serverBackend is rlserver, called with its native commands.
-type serverBackend struct{ rdb redis.UniversalClient }
+type serverBackend struct{ send sender }
 
 func (s serverBackend) decide(ctx context.Context, key string, r algo.Request) (algo.Decision, error) {
 	args := make([]any, 0, 9)
@@ -31,7 +31,7 @@ func (s serverBackend) decide(ctx context.Context, key string, r algo.Request) (
 	if r.Peek {
 		args = append(args, "PEEK")
 	}
-	return decision(s.rdb.Do(ctx, args...))
+	return decision(do(ctx, s.send, args...))
 }
 
 // appendRequest appends r's arguments after the key: limit, window_ms, COST and the
@@ -59,8 +59,7 @@ func (s serverBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, 
 	// RL.ALL's keys move (COMMAND INFO says movablekeys): a Ring or a cluster client
 	// routes by the first rule's key, always the second argument.
 	cmd.SetFirstKeyPos(2)
-	s.rdb.Process(ctx, cmd) // the error is the command's
-	return allDecisions(cmd, len(rules))
+	return allDecisions(s.send.send(ctx, string(rules[0].Key), cmd), len(rules))
 }
 
 func (s serverBackend) acquire(ctx context.Context, key string, r algo.LeaseRequest) (algo.LeaseDecision, error) {
@@ -68,19 +67,19 @@ func (s serverBackend) acquire(ctx context.Context, key string, r algo.LeaseRequ
 	if r.ID != nil {
 		args = append(args, "ID", string(r.ID))
 	}
-	return leaseDecision(s.rdb.Do(ctx, args...))
+	return leaseDecision(do(ctx, s.send, args...))
 }
 
 func (s serverBackend) release(ctx context.Context, key, id string) (bool, error) {
-	return flag(s.rdb.Do(ctx, "RL.RELEASE", key, id))
+	return flag(do(ctx, s.send, "RL.RELEASE", key, id))
 }
 
 func (s serverBackend) renew(ctx context.Context, key, id string, duration int64) (bool, error) {
-	return flag(s.rdb.Do(ctx, "RL.RENEW", key, id, duration/1000))
+	return flag(do(ctx, s.send, "RL.RENEW", key, id, duration/1000))
 }
 
 func (s serverBackend) reset(ctx context.Context, key string) error {
-	if err := s.rdb.Do(ctx, "RL.RESET", key).Err(); err != nil {
+	if err := do(ctx, s.send, "RL.RESET", key).Err(); err != nil {
 		return classify(err)
 	}
 	return nil
@@ -88,7 +87,7 @@ func (s serverBackend) reset(ctx context.Context, key string) error {
 
 // luaBackend is Redis (or Valkey, or a cluster) running package lua's scripts.
 type luaBackend struct {
-	rdb         redis.UniversalClient
+	send        sender
 	maxLogLimit int64 // the scripts trust their arguments: rlserver's check is made here
 }
 
@@ -111,12 +110,25 @@ func (b luaBackend) decide(ctx context.Context, key string, r algo.Request) (alg
 
 // eval runs sc by its SHA1, and by its source when the server does not have it.
 func (b luaBackend) eval(ctx context.Context, sc lua.Script, keys []string, args []any) *redis.Cmd {
-	cmd := b.rdb.EvalSha(ctx, sc.SHA1, keys, args...)
+	cmd := b.send.send(ctx, keys[0], evalCmd(ctx, "evalsha", sc.SHA1, keys, args))
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		// First call on this node, or after SCRIPT FLUSH or a restart: EVAL runs the
 		// script and caches it, so the next EVALSHA finds it.
-		cmd = b.rdb.Eval(ctx, sc.Source, keys, args...)
+		cmd = b.send.send(ctx, keys[0], evalCmd(ctx, "eval", sc.Source, keys, args))
 	}
+	return cmd
+}
+
+// evalCmd is EVAL or EVALSHA (name) of script on keys and args, routed by its first
+// key, as go-redis's rdb.Eval makes it.
+func evalCmd(ctx context.Context, name, script string, keys []string, args []any) *redis.Cmd {
+	words := make([]any, 0, 3+len(keys)+len(args))
+	words = append(words, name, script, len(keys))
+	for _, k := range keys {
+		words = append(words, k)
+	}
+	cmd := redis.NewCmd(ctx, append(words, args...)...)
+	cmd.SetFirstKeyPos(3)
 	return cmd
 }
 
@@ -155,7 +167,7 @@ func (b luaBackend) renew(ctx context.Context, key, id string, duration int64) (
 }
 
 func (b luaBackend) reset(ctx context.Context, key string) error {
-	if err := b.rdb.Del(ctx, key).Err(); err != nil {
+	if err := do(ctx, b.send, "DEL", key).Err(); err != nil {
 		return classify(err)
 	}
 	return nil

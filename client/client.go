@@ -83,6 +83,7 @@ type Options struct {
 	// time.Now. NewEmbedded only: rlserver and Redis use their own clocks, as the
 	// contract wants (clients' clocks differ).
 	Clock func() time.Time
+	Batch Batch // New and NewLua: auto-batching of concurrent calls (see Batch); NewEmbedded ignores it
 }
 
 // Result is the decision on one call, the five fields of the wire reply.
@@ -133,7 +134,11 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if opts.MaxLogLimit != 0 {
 		return nil, errors.New("client: Options.MaxLogLimit is for NewLua and NewEmbedded; with New, rlserver's -max-log-limit decides")
 	}
-	return &Client{backend: serverBackend{rdb}, timeout: budget(opts.Timeout)}, nil
+	send, err := newSender(rdb, opts.Batch)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{backend: serverBackend{send}, timeout: budget(opts.Timeout)}, nil
 }
 
 // NewLua returns a Client for plain Redis, Valkey or Redis Cluster (5 or later): each
@@ -147,7 +152,11 @@ func NewLua(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{backend: luaBackend{rdb: rdb, maxLogLimit: maxLog}, timeout: budget(opts.Timeout)}, nil
+	send, err := newSender(rdb, opts.Batch)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{backend: luaBackend{send: send, maxLogLimit: maxLog}, timeout: budget(opts.Timeout)}, nil
 }
 
 // NewEmbedded returns a Client deciding in-process, on a store of its own. Keys whose

@@ -89,8 +89,29 @@ type nowHook struct{ now atomic.Int64 }
 
 func (h *nowHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
+// ProcessPipelineHook does what ProcessHook does, for the client's batched calls.
 func (h *nowHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		now := h.now.Load()
+		if now == 0 {
+			return next(ctx, cmds)
+		}
+		timed := slices.Clone(cmds)
+		for i, cmd := range cmds {
+			if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
+				timed[i] = redis.NewCmd(ctx, append(slices.Clone(cmd.Args()), now)...)
+			}
+		}
+		err := next(ctx, timed)
+		for i, cmd := range cmds {
+			if t, ok := timed[i].(*redis.Cmd); ok && timed[i] != cmd {
+				// The batch's commands are the client's own wrappers of *redis.Cmd.
+				cmd.(interface{ SetVal(any) }).SetVal(t.Val())
+				cmd.SetErr(t.Err())
+			}
+		}
+		return err
+	}
 }
 
 func (h *nowHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

@@ -21,6 +21,11 @@
 // script prints a command's reference Lua script, to load into any Redis:
 //
 //	rlbench script rl.all | redis-cli -x SCRIPT LOAD
+//
+// client compares the Go client's auto-batching with go-redis's own pool, on an
+// rlserver process it starts (make bench-client):
+//
+//	rlbench client [-rlserver-bin bin/rlserver] [-time 3s] [-goroutines 256]
 package main
 
 import (
@@ -101,6 +106,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	if len(args) > 0 && args[0] == "script" {
 		return runScript(args[1:], w)
 	}
+	if len(args) > 0 && args[0] == "client" {
+		return runClientBench(ctx, args[1:], w)
+	}
 	cfg, name, err := parseFlags(args)
 	if err != nil {
 		return err
@@ -178,7 +186,7 @@ func parseFlags(args []string) (config, string, error) {
 	depths := fs.String("depths", "1,16", "bench: pipeline depths")
 	clients := fs.String("clients", "1,8", "bench: concurrent clients")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: rlbench [flags] boundary|nonatomic|memory|bench|overhead|e2e|all|scale\n       rlbench script <command>\n")
+		fmt.Fprintf(fs.Output(), "usage: rlbench [flags] boundary|nonatomic|memory|bench|overhead|e2e|all|scale\n       rlbench script <command>\n       rlbench client [flags]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
