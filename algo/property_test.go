@@ -112,6 +112,68 @@ func horizon(r Request) float64 {
 	return float64(2 * r.Window)
 }
 
+// TestRetryAfterProperty checks, over random parameters and histories, that a limited
+// call told to retry after N ms (CL.THROTTLE: s) passes when repeated exactly N ms
+// later, and is still limited 1 ms earlier; for RL.LEAKY, N is the time until the
+// queue has room. Where float64 lets the call through 1 ms early, the same test in
+// exact arithmetic must still refuse it: the answer was right, and the rounding
+// favoured the caller.
+func TestRetryAfterProperty(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(kind), 42))
+			unit := int64(1000)
+			if kind == KindThrottle {
+				unit = 1_000_000
+			}
+			checked, lenient := 0, 0
+			for iter := 0; iter < 20000; iter++ {
+				args := randomArgs(rng, kind)
+				r := mustParse(t, kind, args)
+				if horizon(r) >= 1<<52 {
+					continue
+				}
+				var m machine
+				now := base + rng.Int64N(ms(86_400_000))
+				for range rng.IntN(8) {
+					h := r
+					h.Cost = randomCost(rng, r)
+					m.do(t, h, now)
+					now += randomGap(rng, r)
+				}
+				probe := r
+				probe.Cost = randomCost(rng, r)
+				var d Decision
+				for range 12 {
+					if d = m.do(t, probe, now); !d.Allowed {
+						break
+					}
+				}
+				if d.Allowed || d.RetryAfter < 0 {
+					continue
+				}
+				checked++
+				wait := d.RetryAfter * unit
+				if _, late := m.decide(t, probe, now+wait); !late.Allowed {
+					t.Errorf("%s %s COST %d at %d, state %+v: retry_after %d, still limited then: %+v",
+						kind, args, probe.Cost, now, m, d.RetryAfter, late)
+				}
+				if _, early := m.decide(t, probe, now+wait-unit); early.Allowed {
+					lenient++
+					if exactPasses(t, m, probe, now+wait-unit) {
+						t.Errorf("%s %s COST %d at %d, state %+v: retry_after %d, allowed 1 unit earlier",
+							kind, args, probe.Cost, now, m, d.RetryAfter)
+					}
+				}
+			}
+			t.Logf("%d limited calls checked; %d passed 1 unit early by float rounding", checked, lenient)
+			if checked < 5000 {
+				t.Errorf("only %d limited calls checked", checked)
+			}
+		})
+	}
+}
+
 // TestFreshAtProperty checks, over random parameters and histories, that after each
 // write the state behaves exactly as a fresh key from FreshAt on (same Decision, same
 // state written), that reset_after is FreshAt - now rounded up, and, for the integer
