@@ -27,6 +27,8 @@ type AllResult struct {
 	// answer (as Peek does): a refusing rule has Allowed false and its RetryAfter, an
 	// admitting one the Remaining it would leave.
 	Results []Result
+	// Degraded is true when the rules were decided in-process (Options.Fallback).
+	Degraded bool
 }
 
 // AllowAll decides one request under several limits at once, all or nothing: if
@@ -65,28 +67,30 @@ func (c *Client) AllowAll(ctx context.Context, rules ...Rule) (AllResult, error)
 		seen[r.Key] = true
 		reqs[i] = algo.Rule{Key: []byte(r.Key), Req: r.Limit.request(int64(cost), false)}
 	}
-	ctx, cancel, err := c.start(ctx)
+	var allowed bool
+	var ds []algo.Decision
+	local, err := c.remote(ctx, func(ctx context.Context) (err error) {
+		if len(reqs) == 1 {
+			// One rule decides as its own command does (RL.TOKEN, ...): the same
+			// answer, on the path every Allow takes.
+			var d algo.Decision
+			d, err = c.backend.decide(ctx, rules[0].Key, reqs[0].Req)
+			allowed, ds = d.Allowed, []algo.Decision{d}
+			return err
+		}
+		allowed, ds, err = c.backend.decideAll(ctx, reqs)
+		return err
+	})
 	if err != nil {
 		return AllResult{}, err
 	}
-	defer cancel()
-	var allowed bool
-	var ds []algo.Decision
-	if len(reqs) == 1 {
-		// One rule decides as its own command does (RL.TOKEN, ...): the same answer,
-		// on the path every Allow takes.
-		var d algo.Decision
-		d, err = c.backend.decide(ctx, rules[0].Key, reqs[0].Req)
-		allowed, ds = d.Allowed, []algo.Decision{d}
-	} else {
-		allowed, ds, err = c.backend.decideAll(ctx, reqs)
+	if local {
+		allowed, ds = c.fallback.decideAll(reqs)
 	}
-	if err != nil {
-		return AllResult{}, withContext(ctx, err)
-	}
-	res := AllResult{Allowed: allowed, Results: make([]Result, len(ds))}
+	res := AllResult{Allowed: allowed, Results: make([]Result, len(ds)), Degraded: local}
 	for i, d := range ds {
 		res.Results[i] = resultOf(d)
+		res.Results[i].Degraded = local
 	}
 	return res, nil
 }

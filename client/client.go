@@ -24,6 +24,13 @@
 // a key's concurrent leases (RL.ACQUIRE), given back with Lease.Release or ending by
 // itself after its time, so a process that crashes holding one leaks nothing for long.
 //
+// When the server cannot answer, Options.Fallback keeps limiting: the call is decided
+// in-process at this replica's share of the limit (limit/N for N app replicas) and
+// the Result says Degraded; a circuit breaker stops calling a dead server until a
+// probe finds it back. Without it, such calls return ErrUnavailable, for the caller to
+// fail open or closed. Wait and WaitN block until a request is allowed, as
+// golang.org/x/time/rate's do.
+//
 // Each call has a timeout budget (Options.Timeout, default 50 ms) on top of the
 // caller's context. go-redis honours context deadlines only when its client is made
 // with ContextTimeoutEnabled: true, so New and NewLua refuse a client without it.
@@ -83,7 +90,12 @@ type Options struct {
 	// time.Now. NewEmbedded only: rlserver and Redis use their own clocks, as the
 	// contract wants (clients' clocks differ).
 	Clock func() time.Time
-	Batch Batch // New and NewLua: auto-batching of concurrent calls (see Batch); NewEmbedded ignores it
+	// Fallback, if not nil, decides locally when the server fails, instead of
+	// returning ErrUnavailable (see Fallback). New and NewLua only.
+	Fallback *Fallback
+	// Batch sets the auto-batching of concurrent calls (see Batch). New and NewLua
+	// only; NewEmbedded ignores it.
+	Batch Batch
 }
 
 // Result is the decision on one call, the five fields of the wire reply.
@@ -104,12 +116,16 @@ type Result struct {
 	// ResetAfter is how long until the key is back to its fresh state (full
 	// Remaining), rounded up to the ms; 0 if it already is.
 	ResetAfter time.Duration
+	// Degraded is true when the decision was made in-process, at this replica's share
+	// of the limit, because the server could not answer (Options.Fallback).
+	Degraded bool
 }
 
 // Client makes rate-limit calls on one backend. It is safe for concurrent use.
 type Client struct {
-	backend backend
-	timeout time.Duration // 0: no budget of our own
+	backend  backend
+	timeout  time.Duration // 0: no budget of our own
+	fallback *fallback     // nil: errors are returned
 }
 
 // backend is where a decision is made: rlserver, Redis running the scripts, or an
@@ -138,7 +154,20 @@ func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{backend: serverBackend{send}, timeout: budget(opts.Timeout)}, nil
+	return withFallback(&Client{backend: serverBackend{send}, timeout: budget(opts.Timeout)}, opts.Fallback, store.DefaultMaxLogLimit)
+}
+
+// withFallback gives c the fallback f, if any.
+func withFallback(c *Client, f *Fallback, maxLog int64) (*Client, error) {
+	if f == nil {
+		return c, nil
+	}
+	var err error
+	c.fallback, err = newFallback(f, maxLog)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // NewLua returns a Client for plain Redis, Valkey or Redis Cluster (5 or later): each
@@ -156,7 +185,7 @@ func NewLua(rdb redis.UniversalClient, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{backend: luaBackend{send: send, maxLogLimit: maxLog}, timeout: budget(opts.Timeout)}, nil
+	return withFallback(&Client{backend: luaBackend{send: send, maxLogLimit: maxLog}, timeout: budget(opts.Timeout)}, opts.Fallback, maxLog)
 }
 
 // NewEmbedded returns a Client deciding in-process, on a store of its own. Keys whose
@@ -168,6 +197,9 @@ func NewEmbedded(opts Options) (*Client, error) {
 	}
 	if opts.Shards < 0 {
 		return nil, fmt.Errorf("client: Options.Shards must be 0 (the default) or a power of two, got %d", opts.Shards)
+	}
+	if opts.Fallback != nil {
+		return nil, errors.New("client: Options.Fallback is for New and NewLua: NewEmbedded decides in-process already")
 	}
 	st, err := store.New(store.Config{Shards: opts.Shards, MaxLogLimit: maxLog})
 	if err != nil {
@@ -229,6 +261,10 @@ func maxLogLimit(n int) (int64, error) {
 	return int64(n), nil
 }
 
+// HasFallback reports whether c decides locally when its server fails
+// (Options.Fallback).
+func (c *Client) HasFallback() bool { return c.fallback != nil }
+
 // Allow decides one request of cost 1 on key under l, consuming it if allowed.
 func (c *Client) Allow(ctx context.Context, key string, l Limit) (Result, error) {
 	return c.call(ctx, key, l, 1, false)
@@ -248,7 +284,11 @@ func (c *Client) Peek(ctx context.Context, key string, l Limit) (Result, error) 
 }
 
 // Reset removes key's state, whatever its algorithm: the next call finds it fresh.
+// With a Fallback, the local state goes too.
 func (c *Client) Reset(ctx context.Context, key string) error {
+	if c.fallback != nil {
+		c.fallback.local.reset(ctx, key)
+	}
 	ctx, cancel, err := c.start(ctx)
 	if err != nil {
 		return err
@@ -264,16 +304,21 @@ func (c *Client) call(ctx context.Context, key string, l Limit, n int, peek bool
 	if err := l.checkCost(n); err != nil {
 		return Result{}, err
 	}
-	ctx, cancel, err := c.start(ctx)
+	r := l.request(int64(n), peek)
+	var d algo.Decision
+	local, err := c.remote(ctx, func(ctx context.Context) (err error) {
+		d, err = c.backend.decide(ctx, key, r)
+		return err
+	})
 	if err != nil {
 		return Result{}, err
 	}
-	defer cancel()
-	d, err := c.backend.decide(ctx, key, l.request(int64(n), peek))
-	if err != nil {
-		return Result{}, withContext(ctx, err)
+	if local {
+		d = c.fallback.decide(key, r)
 	}
-	return resultOf(d), nil
+	res := resultOf(d)
+	res.Degraded = local
+	return res, nil
 }
 
 // withContext adds ctx's error to err when the context ended the call: go-redis

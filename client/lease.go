@@ -27,6 +27,9 @@ type Lease struct {
 	// RetryAfter is, when not Acquired, how long until a lease ends and frees a place
 	// (rounded up to the ms); 0 when Acquired.
 	RetryAfter time.Duration
+	// Degraded is true when the lease was taken in-process, at this replica's share
+	// of the limit (Options.Fallback); Release and Renew then act on it there.
+	Degraded bool
 
 	client *Client
 }
@@ -65,17 +68,28 @@ func (c *Client) acquire(ctx context.Context, key string, id []byte, limit int, 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel, err := c.start(ctx)
+	r := algo.LeaseRequest{Limit: int64(limit), Duration: duration, ID: id}
+	var d algo.LeaseDecision
+	local, err := c.remote(ctx, func(ctx context.Context) (err error) {
+		d, err = c.backend.acquire(ctx, key, r)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	d, err := c.backend.acquire(ctx, key, algo.LeaseRequest{Limit: int64(limit), Duration: duration, ID: id})
-	if err != nil {
-		return nil, withContext(ctx, err)
+	if local {
+		d = c.fallback.acquire(key, r)
 	}
 	return &Lease{Key: key, ID: string(d.ID), Acquired: d.Acquired, Limit: int(d.Limit), Remaining: int(d.Remaining),
-		RetryAfter: time.Duration(d.RetryAfter) * time.Millisecond, client: c}, nil
+		RetryAfter: time.Duration(d.RetryAfter) * time.Millisecond, Degraded: local, client: c}, nil
+}
+
+// backend is where the lease lives: the Client's, or its fallback's store.
+func (l *Lease) backend() backend {
+	if l.Degraded {
+		return l.client.fallback.local
+	}
+	return l.client.backend
 }
 
 // Release ends the lease, freeing its place at once (RL.RELEASE). It does nothing for
@@ -90,7 +104,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	defer cancel()
-	_, err = l.client.backend.release(ctx, l.Key, l.ID)
+	_, err = l.backend().release(ctx, l.Key, l.ID)
 	return withContext(ctx, err)
 }
 
@@ -109,7 +123,7 @@ func (l *Lease) Renew(ctx context.Context, ttl time.Duration) (bool, error) {
 		return false, err
 	}
 	defer cancel()
-	ok, err := l.client.backend.renew(ctx, l.Key, l.ID, duration)
+	ok, err := l.backend().renew(ctx, l.Key, l.ID, duration)
 	return ok, withContext(ctx, err)
 }
 

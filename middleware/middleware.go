@@ -53,13 +53,16 @@
 // the node pulled from the load balancer, its load moved to the others, and so on.
 //
 // When the limiter fails (an error, or no answer within Config.Timeout, 50 ms by
-// default), the request fails open, served as if allowed, unless Config.FailClosed:
-// then it is refused with 429, Retry-After: 1 and the same body (retryAfterMs 1000),
-// without X-RateLimit fields, there being no figures to give. Not 503: that would
-// tell the load balancer this node is sick, when it is the shared limiter that is. Failures are counted in
-// Stats and logged at most once per Config.LogInterval, with the count since the last
-// line: a dead limiter under load must not become a flood of log lines. A request
-// that fails open is served without a concurrency lease.
+// default), Config.Fallback decides. FallbackOpen (the default) serves the request as
+// if allowed. FallbackClosed refuses it with 429, Retry-After: 1 and the same body
+// (retryAfterMs 1000), without X-RateLimit fields, there being no figures to give.
+// Not 503: that would tell the load balancer this node is sick, when it is the shared
+// limiter that is. FallbackLocal goes on limiting: the Client (made with
+// client.Options.Fallback) decides in-process at this replica's share of each limit,
+// and the request is answered as any other. Failures are counted in Stats and logged
+// at most once per Config.LogInterval, with the count since the last line: a dead
+// limiter under load must not become a flood of log lines; so are local decisions. A
+// request that fails open is served without a concurrency lease.
 package middleware
 
 import (
@@ -161,8 +164,10 @@ type Config struct {
 	HealthPaths []string
 	// Timeout is the budget of all of a request's calls; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// FailClosed refuses requests (429, Retry-After: 1) when the limiter fails; by
-	// default they are served.
+	// Fallback is what happens when the limiter fails: FallbackOpen (the default),
+	// FallbackClosed or FallbackLocal.
+	Fallback Fallback
+	// FailClosed is Fallback: FallbackClosed, kept for the configurations that set it.
 	FailClosed bool
 	// Logger receives the failure lines; nil means slog.Default().
 	Logger *slog.Logger
@@ -175,13 +180,40 @@ type Config struct {
 	Prefix string
 }
 
-// Stats counts the requests a Limiter has seen. Every request is in exactly one count.
+// Fallback is what a Limiter does with a request when the limiter fails.
+type Fallback uint8
+
+// The fallbacks.
+const (
+	FallbackOpen   Fallback = iota // serve the request, unlimited
+	FallbackClosed                 // refuse it: 429, Retry-After: 1
+	FallbackLocal                  // decide it in-process at this replica's share (client.Options.Fallback)
+)
+
+// String is the fallback's name: "open", "closed" or "local".
+func (f Fallback) String() string {
+	switch f {
+	case FallbackOpen:
+		return "open"
+	case FallbackClosed:
+		return "closed"
+	case FallbackLocal:
+		return "local"
+	}
+	return fmt.Sprintf("Fallback(%d)", uint8(f))
+}
+
+// Stats counts the requests a Limiter has seen. Every request is in exactly one of the
+// first five counts.
 type Stats struct {
 	Allowed  uint64 // passed on: every dimension that applies allowed it, and it had a place
 	Limited  uint64 // answered 429 because a dimension denied it
 	Busy     uint64 // answered 429 because its Concurrency key had no place free
 	Bypassed uint64 // health checks, not limited
 	Failed   uint64 // the limiter failed or timed out: served (fail open) or 429 (fail closed)
+	// Degraded counts the requests among Allowed, Limited and Busy that were decided
+	// in-process because the limiter failed (FallbackLocal).
+	Degraded uint64
 }
 
 // Limiter is the middleware: wrap handlers with Handler. It is safe for concurrent use.
@@ -195,7 +227,7 @@ type Limiter struct {
 	trusted     []netip.Prefix
 	health      map[string]bool
 	timeout     time.Duration
-	failClosed  bool
+	fallback    Fallback
 	log         *slog.Logger
 	logInterval time.Duration
 
@@ -203,9 +235,25 @@ type Limiter struct {
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
 
-	allowed, limited, busy, bypassed, failed atomic.Uint64
-	lastLog                                  atomic.Int64  // unix ns of the last failure line, 0 before any
-	loggedFailures                           atomic.Uint64 // failed, as of the last line
+	allowed, limited, busy, bypassed, failed, degraded atomic.Uint64
+	failedLog, degradedLog                             logThrottle
+}
+
+// logThrottle spaces out the lines about one kind of event: at most one per interval.
+type logThrottle struct {
+	last   atomic.Int64  // unix ns of the last line, 0 before any
+	logged atomic.Uint64 // the events' total as of the last line
+}
+
+// due reports whether a line is due at now (unix ns) with total events so far, and
+// how many came since the last line: the first event is logged at once, the next
+// ones within the interval are counted and reported by the next line.
+func (t *logThrottle) due(now int64, total uint64, interval time.Duration) (uint64, bool) {
+	last := t.last.Load()
+	if last != 0 && now-last < int64(interval) || !t.last.CompareAndSwap(last, now) {
+		return 0, false
+	}
+	return total - t.logged.Swap(total), true
 }
 
 // concurrency is Config.Concurrency with its key prefix made once.
@@ -236,7 +284,7 @@ func New(cfg Config) (*Limiter, error) {
 		route:       cfg.Route,
 		health:      map[string]bool{},
 		timeout:     orDefault(cfg.Timeout, DefaultTimeout),
-		failClosed:  cfg.FailClosed,
+		fallback:    cfg.Fallback,
 		log:         cfg.Logger,
 		logInterval: orDefault(cfg.LogInterval, DefaultLogInterval),
 		now:         time.Now,
@@ -244,6 +292,16 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if cfg.Timeout < 0 || cfg.LogInterval < 0 {
 		return nil, errors.New("middleware: Config.Timeout and Config.LogInterval must not be negative")
+	}
+	switch {
+	case cfg.FailClosed && cfg.Fallback == FallbackOpen:
+		l.fallback = FallbackClosed
+	case cfg.FailClosed && cfg.Fallback != FallbackClosed:
+		return nil, fmt.Errorf("middleware: Config.FailClosed contradicts Config.Fallback %v", cfg.Fallback)
+	case cfg.Fallback > FallbackLocal:
+		return nil, fmt.Errorf("middleware: Config.Fallback %v: want FallbackOpen, FallbackClosed or FallbackLocal", cfg.Fallback)
+	case cfg.Fallback == FallbackLocal && !cfg.Client.HasFallback():
+		return nil, errors.New("middleware: Config.Fallback is FallbackLocal, but the Client has no client.Options.Fallback to decide locally with")
 	}
 	if l.log == nil {
 		l.log = slog.Default()
@@ -389,7 +447,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Stats returns the counts so far.
 func (l *Limiter) Stats() Stats {
 	return Stats{Allowed: l.allowed.Load(), Limited: l.limited.Load(), Busy: l.busy.Load(), Bypassed: l.bypassed.Load(),
-		Failed: l.failed.Load()}
+		Failed: l.failed.Load(), Degraded: l.degraded.Load()}
 }
 
 // Handler returns next behind the limiter.
@@ -438,20 +496,30 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	defer cancel()
 	var answers []decided
 	var failure error
+	degraded := false
 	if len(rules) > 0 {
 		all, err := l.client.AllowAll(ctx, rules...)
-		if err != nil {
+		switch {
+		case err != nil:
 			failure = fmt.Errorf("dimensions %s: %w", names(applies), err)
-		}
-		for i, res := range all.Results {
-			answers = append(answers, decided{applies[i], res})
+		case all.Degraded && l.fallback != FallbackLocal:
+			// The Client decided locally, but this Limiter fails open or closed.
+			failure = fmt.Errorf("dimensions %s: %w", names(applies), client.ErrUnavailable)
+		default:
+			degraded = all.Degraded
+			for i, res := range all.Results {
+				answers = append(answers, decided{applies[i], res})
+			}
 		}
 	}
 
 	h := w.Header()
+	if degraded {
+		l.decidedLocally(r)
+	}
 	if failure != nil {
 		l.fail(r, failure)
-		if l.failClosed {
+		if l.fallback == FallbackClosed {
 			h.Set("Retry-After", "1")
 			writeDenied(w, "rate_limited", time.Second)
 			return
@@ -476,7 +544,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	if l.conc != nil && !failed {
 		var lease *client.Lease
 		var answered bool
-		if lease, failed, answered = l.acquire(ctx, w, r, user, ip, route); answered {
+		if lease, failed, answered = l.acquire(ctx, w, r, user, ip, route, degraded); answered {
 			return
 		}
 		// Given back however the handler ends, a panic included, on a context of its
@@ -502,21 +570,29 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 // the key has no place, or the failure mode's answer. failed reports a failure,
 // counted and logged; answered that the request got its answer. lease is nil when
 // there is none to give back (no key, a failure): Release does nothing on nil.
-func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Request, user, ip, route string) (lease *client.Lease, failed, answered bool) {
+func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Request, user, ip, route string, degraded bool) (lease *client.Lease, failed, answered bool) {
 	key, ok := makeKey(l.conc.prefix, l.conc.By, user, ip, route)
 	if !ok {
 		return nil, false, false
 	}
 	lease, err := l.client.Acquire(ctx, key, l.conc.Limit, l.conc.Lease)
+	if err == nil && lease.Degraded && l.fallback != FallbackLocal {
+		lease.Release(ctx)
+		err = client.ErrUnavailable // decided locally, but this Limiter fails open or closed
+	}
+	if err == nil && lease.Degraded && !degraded { // the rate limits' call has counted it already
+		l.decidedLocally(r)
+	}
 	h := w.Header()
 	switch {
 	case err != nil:
 		l.fail(r, fmt.Errorf("concurrency %q: %w", l.conc.Name, err))
-		if l.failClosed {
+		closed := l.fallback == FallbackClosed
+		if closed {
 			h.Set("Retry-After", "1")
 			writeDenied(w, "rate_limited", time.Second)
 		}
-		return nil, true, l.failClosed
+		return nil, true, closed
 	case !lease.Acquired:
 		l.busy.Add(1)
 		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(lease.RetryAfter, time.Second)), 10))
@@ -646,19 +722,24 @@ func ceilDiv(d, unit time.Duration) int64 {
 // reported by the next line.
 func (l *Limiter) fail(r *http.Request, err error) {
 	total := l.failed.Add(1)
-	now := l.now().UnixNano()
-	last := l.lastLog.Load()
-	if last != 0 && now-last < int64(l.logInterval) || !l.lastLog.CompareAndSwap(last, now) {
+	since, ok := l.failedLog.due(l.now().UnixNano(), total, l.logInterval)
+	if !ok {
 		return
 	}
-	since := total - l.loggedFailures.Swap(total)
-	mode := "open"
-	if l.failClosed {
-		mode = "closed"
-	}
-	l.log.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter failed; requests fail "+mode,
+	l.log.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter failed; requests fail "+l.fallback.String(),
 		slog.String("error", err.Error()), slog.Uint64("failures", since), slog.Uint64("failures_total", total),
 		slog.Duration("interval", l.logInterval))
+}
+
+// decidedLocally counts a request decided in-process, and logs as fail does.
+func (l *Limiter) decidedLocally(r *http.Request) {
+	total := l.degraded.Add(1)
+	since, ok := l.degradedLog.due(l.now().UnixNano(), total, l.logInterval)
+	if !ok {
+		return
+	}
+	l.log.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter unreachable; deciding locally at this replica's share",
+		slog.Uint64("decisions", since), slog.Uint64("decisions_total", total), slog.Duration("interval", l.logInterval))
 }
 
 // ClientIP is the address of the client that sent r. It is the peer's address, unless

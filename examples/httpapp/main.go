@@ -9,6 +9,10 @@
 // -backend redis runs the same limits on plain Redis or Valkey through the Lua scripts
 // (-limiter 127.0.0.1:6379; several comma-separated addresses for a Redis Cluster),
 // -backend embedded in-process, with no server at all (limits then hold per process).
+//
+// When the limiter fails, -fallback says what to do: open (serve), closed (429), or
+// local: go on limiting in-process at this replica's share, the limits divided by
+// -replicas, the number of app replicas sharing them.
 package main
 
 import (
@@ -38,6 +42,8 @@ type config struct {
 	rate       int
 	timeout    time.Duration
 	failClosed bool
+	fallback   string
+	replicas   int
 	trusted    string
 }
 
@@ -48,7 +54,9 @@ func main() {
 	flag.StringVar(&cfg.limiter, "limiter", "127.0.0.1:6380", "the backend's address; comma-separated addresses for a Redis Cluster")
 	flag.IntVar(&cfg.rate, "rate", 500, "requests per second per user on /limited (per IP: twice that)")
 	flag.DurationVar(&cfg.timeout, "timeout", middleware.DefaultTimeout, "limiter budget per request")
-	flag.BoolVar(&cfg.failClosed, "fail-closed", false, "refuse requests (429) when the limiter fails, instead of serving them")
+	flag.BoolVar(&cfg.failClosed, "fail-closed", false, "refuse requests (429) when the limiter fails: -fallback closed")
+	flag.StringVar(&cfg.fallback, "fallback", "open", "when the limiter fails: open (serve), closed (429) or local (limit in-process at 1/-replicas)")
+	flag.IntVar(&cfg.replicas, "replicas", 1, "app replicas sharing the limits: -fallback local limits each to its share")
 	flag.StringVar(&cfg.trusted, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed")
 	flag.Parse()
 
@@ -58,8 +66,12 @@ func main() {
 	}
 }
 
+// fallbacks are -fallback's words.
+var fallbacks = map[string]middleware.Fallback{"open": middleware.FallbackOpen, "closed": middleware.FallbackClosed,
+	"local": middleware.FallbackLocal}
+
 func run(cfg config) error {
-	c, closeBackend, err := newClient(cfg.backend, cfg.limiter)
+	c, closeBackend, err := newClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -85,8 +97,18 @@ func run(cfg config) error {
 }
 
 // newClient connects to the backend; the returned func closes the connection.
-func newClient(backend, addrs string) (*client.Client, func(), error) {
+func newClient(cfg config) (*client.Client, func(), error) {
+	backend, addrs := cfg.backend, cfg.limiter
+	if _, ok := fallbacks[cfg.fallback]; !ok {
+		return nil, nil, fmt.Errorf("-fallback %q: want open, closed or local", cfg.fallback)
+	}
+	if cfg.replicas < 1 {
+		return nil, nil, fmt.Errorf("-replicas %d: want at least 1", cfg.replicas)
+	}
 	if backend == "embedded" {
+		if cfg.fallback == "local" {
+			return nil, nil, errors.New("-fallback local is for a server backend: -backend embedded decides in-process already")
+		}
 		c, err := client.NewEmbedded(client.Options{})
 		return c, func() {}, err
 	}
@@ -99,7 +121,11 @@ func newClient(backend, addrs string) (*client.Client, func(), error) {
 	// counts twice). Several addresses make a cluster client.
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ","),
 		ContextTimeoutEnabled: true, MaxRetries: -1})
-	c, err := construct(rdb, client.Options{Timeout: -1}) // the middleware's budget applies
+	opts := client.Options{Timeout: -1} // the middleware's budget applies
+	if cfg.fallback == "local" {
+		opts.Fallback = &client.Fallback{Replicas: cfg.replicas}
+	}
+	c, err := construct(rdb, opts)
 	if err != nil {
 		rdb.Close()
 		return nil, nil, err
@@ -124,6 +150,7 @@ func newApp(c *client.Client, cfg config) (http.Handler, *middleware.Limiter, er
 		TrustedProxies: trusted,
 		Timeout:        cfg.timeout,
 		FailClosed:     cfg.failClosed,
+		Fallback:       fallbacks[cfg.fallback],
 	})
 	if err != nil {
 		return nil, nil, err
@@ -138,7 +165,7 @@ func newApp(c *client.Client, cfg config) (http.Handler, *middleware.Limiter, er
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		st := lim.Stats()
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"allowed":%d,"limited":%d,"failed":%d}`, st.Allowed, st.Limited, st.Failed)
+		fmt.Fprintf(w, `{"allowed":%d,"limited":%d,"failed":%d,"degraded":%d}`, st.Allowed, st.Limited, st.Failed, st.Degraded)
 	})
 	return mux, lim, nil
 }

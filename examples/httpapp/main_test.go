@@ -22,7 +22,7 @@ func TestApp(t *testing.T) {
 			if backend == "rlserver" {
 				addr = testenv.StartServer(t, resp.Config{})
 			}
-			c, closeBackend, err := newClient(backend, addr)
+			c, closeBackend, err := newClient(config{backend: backend, limiter: addr, fallback: "open", replicas: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,15 +67,51 @@ func TestApp(t *testing.T) {
 				reply.Error != "rate_limited" || reply.RetryAfterMs < 1 || reply.RetryAfterMs > 334 {
 				t.Fatalf("/limited, drained: %d %q %v; want 429, Retry-After 1, retryAfterMs in 1..334", code, body, h)
 			}
-			if code, _, body := get("/healthz"); code != 200 || body != `{"allowed":3,"limited":1,"failed":0}` {
+			if code, _, body := get("/healthz"); code != 200 || body != `{"allowed":3,"limited":1,"failed":0,"degraded":0}` {
 				t.Fatalf("/healthz: %d %q", code, body)
 			}
 		})
 	}
 }
 
-func TestNewClientRefusesUnknownBackend(t *testing.T) {
-	if _, _, err := newClient("memcached", "127.0.0.1:11211"); err == nil {
-		t.Fatal("newClient accepted -backend memcached")
+func TestNewClientRefusesBadFlags(t *testing.T) {
+	for _, cfg := range []config{
+		{backend: "memcached", limiter: "127.0.0.1:11211", fallback: "open", replicas: 1},
+		{backend: "rlserver", limiter: "127.0.0.1:6380", fallback: "sideways", replicas: 1},
+		{backend: "rlserver", limiter: "127.0.0.1:6380", fallback: "local", replicas: 0},
+		{backend: "embedded", fallback: "local", replicas: 2},
+	} {
+		if _, _, err := newClient(cfg); err == nil {
+			t.Errorf("newClient accepted %+v", cfg)
+		}
+	}
+}
+
+// TestAppFallbackLocal: with the limiter down and -fallback local -replicas 3, the app
+// goes on limiting at a third of the rate, and /healthz counts the local decisions.
+func TestAppFallbackLocal(t *testing.T) {
+	cfg := config{backend: "rlserver", limiter: testenv.DeadAddr(t), rate: 6, timeout: 50 * time.Millisecond, fallback: "local", replicas: 3}
+	c, closeBackend, err := newClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeBackend()
+	app, _, err := newApp(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[int]int{}
+	for range 4 {
+		rec := httptest.NewRecorder()
+		app.ServeHTTP(rec, httptest.NewRequest("GET", "/limited?user=u", nil))
+		codes[rec.Code]++
+	}
+	if codes[200] != 2 || codes[429] != 2 {
+		t.Errorf("4 requests at 6/s over 3 replicas: %v, want 2 served, 2 refused", codes)
+	}
+	rec := httptest.NewRecorder()
+	app.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if body := rec.Body.String(); body != `{"allowed":2,"limited":2,"failed":0,"degraded":4}` {
+		t.Errorf("/healthz: %s", body)
 	}
 }

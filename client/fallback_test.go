@@ -1,0 +1,232 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/testenv"
+	"github.com/rlserver/rlserver/resp"
+)
+
+// TestFallbackOptions: a bad Fallback is refused at construction, in plain words.
+func TestFallbackOptions(t *testing.T) {
+	rdb := newRedis(t, testenv.DeadAddr(t))
+	for _, c := range []struct {
+		f    client.Fallback
+		want string
+	}{
+		{client.Fallback{}, "Fallback.Replicas must be at least 1"},
+		{client.Fallback{Replicas: -2}, "Fallback.Replicas must be at least 1"},
+		{client.Fallback{Replicas: 2, Failures: -1}, "Fallback.Failures must be at least 1"},
+		{client.Fallback{Replicas: 2, Backoff: -time.Second}, "must not be negative"},
+		{client.Fallback{Replicas: 2, Backoff: time.Second, MaxBackoff: time.Millisecond}, "Fallback.MaxBackoff (1ms) is below Backoff (1s)"},
+	} {
+		for _, construct := range []func(redis.UniversalClient, client.Options) (*client.Client, error){client.New, client.NewLua} {
+			if _, err := construct(rdb, client.Options{Fallback: &c.f}); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%+v: %v, want %q", c.f, err, c.want)
+			}
+		}
+	}
+	if _, err := client.NewEmbedded(client.Options{Fallback: &client.Fallback{Replicas: 2}}); err == nil {
+		t.Error("NewEmbedded took a Fallback")
+	}
+}
+
+// TestFallbackDeadServer: with the server down, every call is decided locally at the
+// replica's share, reports Degraded, and returns no error.
+func TestFallbackDeadServer(t *testing.T) {
+	ctx := context.Background()
+	for _, construct := range []func(redis.UniversalClient, client.Options) (*client.Client, error){client.New, client.NewLua} {
+		c, err := construct(newRedis(t, testenv.DeadAddr(t)), client.Options{Fallback: &client.Fallback{Replicas: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted := 0
+		for range 40 {
+			res, err := c.Allow(ctx, "user:1", client.Log(100, time.Hour))
+			if err != nil || !res.Degraded {
+				t.Fatalf("Allow: %+v, %v; want a degraded decision", res, err)
+			}
+			if res.Allowed {
+				admitted++
+			}
+		}
+		if admitted != 25 {
+			t.Errorf("a limit of 100 over 4 replicas admitted %d locally, want 25", admitted)
+		}
+		all, err := c.AllowAll(ctx, client.Rule{Key: "a", Limit: client.Fixed(10, time.Minute)},
+			client.Rule{Key: "b", Limit: client.Fixed(3, time.Minute)})
+		if err != nil || !all.Degraded || !all.Allowed || all.Results[1].Limit != 1 || !all.Results[0].Degraded {
+			t.Errorf("AllowAll: %+v, %v", all, err)
+		}
+		lease, err := c.Acquire(ctx, "jobs", 2, time.Minute)
+		if err != nil || !lease.Degraded || !lease.Acquired || lease.Limit != 1 {
+			t.Fatalf("Acquire: %+v, %v", lease, err)
+		}
+		if again, _ := c.Acquire(ctx, "jobs", 2, time.Minute); again.Acquired {
+			t.Error("a second lease of a local share of 1")
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Error(err)
+		}
+		if again, _ := c.Acquire(ctx, "jobs", 2, time.Minute); !again.Acquired {
+			t.Error("the released local lease was not given back")
+		}
+		if err := c.Wait(ctx, "wait", client.Token(8, time.Second)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestFallbackCallerCancel: a caller who cancels gets its error, not a local decision.
+func TestFallbackCallerCancel(t *testing.T) {
+	c, err := client.New(newRedis(t, testenv.StalledAddr(t)), client.Options{Timeout: time.Second, Fallback: &client.Fallback{Replicas: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if res, err := c.Allow(ctx, "k", client.Fixed(1, time.Second)); !errors.Is(err, context.Canceled) || !errors.Is(err, client.ErrUnavailable) {
+		t.Errorf("cancelled call: %+v, %v", res, err)
+	}
+}
+
+// killable is an in-process rlserver on a fixed address, to be killed and started again.
+type killable struct {
+	addr string
+	srv  *resp.Server
+	done chan error
+}
+
+func (k *killable) start(t *testing.T) {
+	t.Helper()
+	srv, err := resp.NewServer(resp.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", k.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.addr, k.srv, k.done = ln.Addr().String(), srv, make(chan error, 1)
+	go func() { k.done <- srv.Serve(ln) }()
+}
+
+func (k *killable) kill() {
+	k.srv.Close()
+	<-k.done
+}
+
+// TestFallbackServerKilled kills the server under load: within 100 ms every decision is
+// local, at about the replica's share of the rate; no call outlasts its budget by
+// much; when the server is back, decisions return to it within a second.
+func TestFallbackServerKilled(t *testing.T) {
+	const (
+		rate     = 1000 // per second, GCRA with a burst of 10
+		replicas = 2
+		budget   = 50 * time.Millisecond
+	)
+	k := &killable{addr: "127.0.0.1:0"}
+	k.start(t)
+	defer func() { k.kill() }()
+	c, err := client.New(newRedis(t, k.addr), client.Options{Timeout: budget,
+		Fallback: &client.Fallback{Replicas: replicas, MaxBackoff: 400 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := client.GCRA(rate, time.Second, 10)
+
+	var (
+		mu       sync.Mutex
+		events   []event
+		slowest  time.Duration
+		stop     atomic.Bool
+		workers  sync.WaitGroup
+		killedAt atomic.Int64
+	)
+	for range 8 {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for !stop.Load() {
+				start := time.Now()
+				res, err := c.Allow(context.Background(), "shared", limit)
+				took := time.Since(start)
+				if err != nil {
+					t.Errorf("Allow: %v", err)
+					return
+				}
+				mu.Lock()
+				events = append(events, event{at: start, allowed: res.Allowed, degraded: res.Degraded})
+				if k := killedAt.Load(); k != 0 && start.UnixNano() > k {
+					slowest = max(slowest, took)
+				}
+				mu.Unlock()
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	killed := time.Now()
+	killedAt.Store(killed.UnixNano())
+	k.kill()
+	time.Sleep(1300 * time.Millisecond)
+	restarted := time.Now()
+	k.start(t)
+	time.Sleep(1500 * time.Millisecond)
+	stop.Store(true)
+	workers.Wait()
+
+	// From 100 ms after the kill to the restart, every decision is local, and the
+	// admissions of its last second run at about rate/replicas: never above it (but
+	// for the burst), and not far below unless the load generator starves, as it may
+	// on a loaded machine.
+	var local, admitted int
+	from, to := killed.Add(100*time.Millisecond), restarted
+	for _, e := range events {
+		if e.at.Before(from) || !e.at.Before(to) {
+			continue
+		}
+		if !e.degraded {
+			t.Fatalf("a decision %v after the kill was not local", e.at.Sub(killed))
+		}
+		local++
+		if e.allowed && !e.at.Before(to.Add(-time.Second)) {
+			admitted++
+		}
+	}
+	if want := rate / replicas; admitted < want*7/10 || admitted > want+10 {
+		t.Errorf("%d admitted locally in the last second of the outage (%d decisions in all), want about %d", admitted, local, want)
+	}
+	if limitBudget := budget + 100*time.Millisecond; slowest > limitBudget {
+		t.Errorf("a call took %v after the kill, past the budget of %v (and slack)", slowest, budget)
+	}
+	back := time.Duration(-1)
+	for _, e := range events {
+		if !e.degraded && e.at.After(restarted) {
+			back = e.at.Sub(restarted)
+			break
+		}
+	}
+	if back < 0 || back > time.Second {
+		t.Errorf("decisions returned to the server %v after its restart, want within 1 s", back)
+	}
+	t.Logf("%d local decisions, %d admitted in the outage's last second; slowest call %v; back on the server after %v",
+		local, admitted, slowest, back)
+}
+
+// event is one decision of TestFallbackServerKilled.
+type event struct {
+	at                time.Time
+	allowed, degraded bool
+}
