@@ -16,9 +16,9 @@ import (
 //
 // One call per round trip leaves a server, and the app, in system calls most of the
 // time (~45% of rlserver's CPU). Batched, concurrent calls queue by key on Lanes
-// lanes; a lane sends what has queued as one go-redis pipeline, on one connection
-// (a Ring or a ClusterClient splits it by node), and while it waits for the replies
-// the next calls queue for its next pipeline. On the project's 2-core machine, 256
+// lanes per node; a lane sends what has queued as one go-redis pipeline, on one
+// connection, and while it waits for the replies the next calls queue for its next
+// pipeline. On the project's 2-core machine, 256
 // goroutines calling Allow on random keys got several times the decisions per second
 // of go-redis's pool alone, with a lower p99 (README, `make bench-client`).
 //
@@ -35,18 +35,17 @@ import (
 //
 // A pipeline goes out with a context of its own, without the callers' values, whose
 // deadline is the latest of its calls': go-redis hooks see it through
-// ProcessPipelineHook, not ProcessHook. On a Ring or a ClusterClient a lane's
-// pipeline ends when its slowest node answers, so a node that stalls (rather than
-// fails) holds up the lane's calls to the other nodes until their budgets end: where
-// nodes stall one by one, set Off. Lanes need no stopping: a lane's goroutine runs
-// only while it has calls to send.
+// ProcessPipelineHook, not ProcessHook. On a Ring or a ClusterClient each node has
+// Lanes lanes of its own, so a node that stalls holds up only its own keys' calls.
+// Lanes need no stopping: a lane's goroutine runs only while it has calls to send.
 type Batch struct {
 	// Off sends each call on its own, through go-redis's pool (rdb.Process): a round
 	// trip per call, go-redis's retries as its MaxRetries says.
 	Off bool
-	// Lanes is how many pipelines may be out at once, each on its own connection of
-	// go-redis's pipeline pool (PipelinePoolSize); 0 means DefaultLanes. More lanes
-	// overlap more round trips, in smaller pipelines.
+	// Lanes is how many pipelines may be out at once per node (a Ring's shard, a
+	// cluster's master), each on its own connection of go-redis's pipeline pool
+	// (PipelinePoolSize); 0 means DefaultLanes. More lanes overlap more round trips,
+	// in smaller pipelines.
 	Lanes int
 	// MaxCalls is the most calls in one pipeline; 0 means DefaultMaxCalls. Calls
 	// beyond it wait for the lane's next pipeline.
@@ -88,12 +87,25 @@ func newSender(rdb redis.UniversalClient, b Batch) (sender, error) {
 	case b.Off:
 		return direct{rdb}, nil
 	}
-	bt := &batcher{rdb: rdb, seed: maphash.MakeSeed(), maxCalls: b.MaxCalls, lanes: make([]lane, b.Lanes)}
+	bt := &batcher{rdb: rdb, seed: maphash.MakeSeed(), maxCalls: b.MaxCalls, lanes: b.Lanes}
 	if bt.maxCalls == 0 {
 		bt.maxCalls = DefaultMaxCalls
 	}
-	if len(bt.lanes) == 0 {
-		bt.lanes = make([]lane, DefaultLanes)
+	if bt.lanes == 0 {
+		bt.lanes = DefaultLanes
+	}
+	bt.single = make([]lane, bt.lanes)
+	switch c := rdb.(type) {
+	case *redis.Ring:
+		bt.nodeOf = func(_ context.Context, key string) *redis.Client {
+			node, _ := c.GetShardClientForKey(key)
+			return node
+		}
+	case *redis.ClusterClient:
+		bt.nodeOf = func(ctx context.Context, key string) *redis.Client {
+			node, _ := c.MasterForKey(ctx, key)
+			return node
+		}
 	}
 	return bt, nil
 }
@@ -106,12 +118,33 @@ func (d direct) send(ctx context.Context, _ string, cmd *redis.Cmd) *redis.Cmd {
 	return cmd
 }
 
-// batcher sends commands in pipelines, one lane per share of the keys.
+// batcher sends commands in pipelines, on lanes that each take a share of the keys.
+// On a Ring or a ClusterClient each node has lanes of its own, so that a pipeline
+// holds one node's calls and a stalled node holds up no other node's.
 type batcher struct {
 	rdb      redis.UniversalClient
 	seed     maphash.Seed
 	maxCalls int
-	lanes    []lane
+	lanes    int                                                 // lanes per node
+	nodeOf   func(ctx context.Context, key string) *redis.Client // a key's node; nil with one node
+	single   []lane                                              // the lanes with one node, or of keys whose node is unknown
+	byNode   sync.Map                                            // *redis.Client → []lane
+}
+
+// lane is the lane of key: its node's lanes, a share of them by the key's hash. A key
+// that a topology change moves to another node moves to that node's lanes.
+func (b *batcher) lane(ctx context.Context, key string) *lane {
+	lanes := b.single
+	if b.nodeOf != nil {
+		if node := b.nodeOf(ctx, key); node != nil {
+			v, ok := b.byNode.Load(node)
+			if !ok {
+				v, _ = b.byNode.LoadOrStore(node, make([]lane, b.lanes))
+			}
+			lanes = v.([]lane)
+		}
+	}
+	return &lanes[maphash.String(b.seed, key)%uint64(len(lanes))]
 }
 
 // lane is a queue of calls and, while it holds any, the one goroutine sending them.
@@ -139,7 +172,7 @@ const (
 
 func (b *batcher) send(ctx context.Context, key string, cmd *redis.Cmd) *redis.Cmd {
 	c := &call{ctx: ctx, cmd: cmd, done: make(chan struct{})}
-	l := &b.lanes[maphash.String(b.seed, key)%uint64(len(b.lanes))]
+	l := b.lane(ctx, key)
 	l.mu.Lock()
 	l.queue = append(l.queue, c)
 	start := !l.running

@@ -561,3 +561,45 @@ func TestBatchOff(t *testing.T) {
 		t.Errorf("%d pipelines with batching off", n)
 	}
 }
+
+// TestBatchRingStalledShard: on a Ring whose second shard accepts and never answers,
+// calls on the first shard's keys are answered while a call on the second's holds
+// its pipeline out: each shard has lanes of its own.
+func TestBatchRingStalledShard(t *testing.T) {
+	liveAddr := testenv.StartServer(t, resp.Config{})
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"live": liveAddr, "stalled": testenv.StalledAddr(t)},
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer ring.Close()
+	c, err := client.New(ring, client.Options{Timeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live, stalled []string
+	for i := 0; len(live) < 16 || len(stalled) == 0; i++ {
+		key := fmt.Sprint("ring:", i)
+		shard, err := ring.GetShardClientForKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shard.Options().Addr == liveAddr {
+			live = append(live, key)
+		} else {
+			stalled = append(stalled, key)
+		}
+	}
+	long, cancelLong := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelLong()
+	go c.Allow(long, stalled[0], client.Fixed(1, sec)) // out for a minute on the stalled shard
+	time.Sleep(20 * ms)
+	var wg sync.WaitGroup
+	for _, key := range live {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*sec)
+			defer cancel()
+			if res, err := c.Allow(ctx, key, client.Fixed(1, sec)); err != nil || !res.Allowed {
+				t.Errorf("Allow %s on the live shard: %+v, %v", key, res, err)
+			}
+		})
+	}
+	wg.Wait()
+}
