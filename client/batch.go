@@ -53,11 +53,11 @@ type Batch struct {
 }
 
 // DefaultLanes is Batch.Lanes when 0. One lane sends the fewest, largest pipelines:
-// with 256 goroutines on the project's 2-core machine it gave about twice the
-// decisions per second of 4 lanes, and a lower p99, in each of four runs (`go run
-// ./cmd/rlbench client -lanes 1,2,4,8`); the app's goroutines keep filling the next
-// pipeline while one is out. More lanes pay where the round trip is long or a server
-// has cores to spare for several connections.
+// with 256 goroutines on the project's shared 2-core machine it gave 1.1–4.4× (median
+// 2×) the decisions per second of 4 lanes, and a lower p99, in each of five runs (`go
+// run ./cmd/rlbench client -lanes 1,2,4,8`); the app's goroutines keep filling the
+// next pipeline while one is out. More lanes pay where the round trip is long or a
+// server has cores to spare for several connections.
 const DefaultLanes = 1
 
 // DefaultMaxCalls is Batch.MaxCalls when 0: a pipeline of this many RL.* calls is
