@@ -60,8 +60,9 @@ type Batch struct {
 // server has cores to spare for several connections.
 const DefaultLanes = 1
 
-// DefaultMaxCalls is Batch.MaxCalls when 0: a pipeline of this many RL.* calls is
-// about 16 KB on the wire, and a lane seldom gathers more than that in one round trip.
+// DefaultMaxCalls is Batch.MaxCalls when 0: this many RL.* calls are about 16 KB on
+// the wire, well within go-redis's 128 KiB pipeline buffers, and as many as the 256
+// goroutines of make bench-client can have queued at once.
 const DefaultMaxCalls = 256
 
 // maxLanes bounds Batch.Lanes: each lane may hold a connection of rdb's pool.
