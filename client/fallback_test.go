@@ -128,11 +128,12 @@ func (k *killable) kill() {
 }
 
 // TestFallbackServerKilled kills the server under load: within 100 ms every decision is
-// local, at about the replica's share of the rate; no call outlasts its budget by
-// much; when the server is back, decisions return to it within a second.
+// local, each whole second of the outage admits exactly the replica's share of a
+// fixed window, no call outlasts its budget by much, and when the server is back,
+// decisions return to it within a second.
 func TestFallbackServerKilled(t *testing.T) {
 	const (
-		rate     = 1000 // per second, GCRA with a burst of 10
+		limit    = 1000 // per second, in fixed windows: exact whatever the load's timing
 		replicas = 2
 		budget   = 50 * time.Millisecond
 	)
@@ -144,7 +145,6 @@ func TestFallbackServerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := client.GCRA(rate, time.Second, 10)
 
 	var (
 		mu       sync.Mutex
@@ -160,16 +160,16 @@ func TestFallbackServerKilled(t *testing.T) {
 			defer workers.Done()
 			for !stop.Load() {
 				start := time.Now()
-				res, err := c.Allow(context.Background(), "shared", limit)
-				took := time.Since(start)
+				res, err := c.Allow(context.Background(), "shared", client.Fixed(limit, time.Second))
+				end := time.Now()
 				if err != nil {
 					t.Errorf("Allow: %v", err)
 					return
 				}
 				mu.Lock()
-				events = append(events, event{at: start, allowed: res.Allowed, degraded: res.Degraded})
+				events = append(events, event{start: start, end: end, allowed: res.Allowed, degraded: res.Degraded})
 				if k := killedAt.Load(); k != 0 && start.UnixNano() > k {
-					slowest = max(slowest, took)
+					slowest = max(slowest, end.Sub(start))
 				}
 				mu.Unlock()
 				time.Sleep(100 * time.Microsecond)
@@ -180,53 +180,78 @@ func TestFallbackServerKilled(t *testing.T) {
 	killed := time.Now()
 	killedAt.Store(killed.UnixNano())
 	k.kill()
-	time.Sleep(1300 * time.Millisecond)
+	time.Sleep(2200 * time.Millisecond) // holds at least one whole second
 	restarted := time.Now()
 	k.start(t)
 	time.Sleep(1500 * time.Millisecond)
 	stop.Store(true)
 	workers.Wait()
 
-	// From 100 ms after the kill to the restart, every decision is local, and the
-	// admissions of its last second run at about rate/replicas: never above it (but
-	// for the burst), and not far below unless the load generator starves, as it may
-	// on a loaded machine.
-	var local, admitted int
-	from, to := killed.Add(100*time.Millisecond), restarted
+	// From 100 ms after the kill to the restart every decision is local; each whole
+	// second in between admits exactly limit/replicas, less the calls that straddled
+	// its edges (decided in a second they did not start in), never more.
+	from := killed.Add(100 * time.Millisecond)
+	type second struct{ admitted, straddled, calls int }
+	seconds := map[int64]*second{}
 	for _, e := range events {
-		if e.at.Before(from) || !e.at.Before(to) {
+		if e.start.Before(from) || !e.end.Before(restarted) {
 			continue
 		}
 		if !e.degraded {
-			t.Fatalf("a decision %v after the kill was not local", e.at.Sub(killed))
+			t.Fatalf("a decision %v after the kill was not local", e.start.Sub(killed))
 		}
-		local++
-		if e.allowed && !e.at.Before(to.Add(-time.Second)) {
-			admitted++
+		for _, at := range []int64{e.start.Unix(), e.end.Unix()} {
+			if seconds[at] == nil {
+				seconds[at] = &second{}
+			}
+		}
+		switch sec := seconds[e.start.Unix()]; {
+		case e.end.Unix() != e.start.Unix():
+			sec.straddled++
+			seconds[e.end.Unix()].straddled++
+		case e.allowed:
+			sec.admitted++
+			sec.calls++
+		default:
+			sec.calls++
 		}
 	}
-	if want := rate / replicas; admitted < want*7/10 || admitted > want+10 {
-		t.Errorf("%d admitted locally in the last second of the outage (%d decisions in all), want about %d", admitted, local, want)
+	whole := 0
+	for at, sec := range seconds {
+		if time.Unix(at, 0).Before(from) || time.Unix(at+1, 0).After(restarted) {
+			continue // not a whole second of the outage
+		}
+		whole++
+		want := limit / replicas
+		if sec.admitted > want || sec.admitted < want-sec.straddled {
+			t.Errorf("second %d of the outage admitted %d locally (%d calls, %d straddling), want %d",
+				at, sec.admitted, sec.calls, sec.straddled, want)
+		}
+		t.Logf("second %d: %d admitted of %d calls", at, sec.admitted, sec.calls)
 	}
-	if limitBudget := budget + 100*time.Millisecond; slowest > limitBudget {
+	if whole == 0 {
+		t.Error("no whole second within the outage")
+	}
+	// The bound catches a call held by go-redis's dial retries or read timeout
+	// (seconds); the slack is for a loaded machine's scheduling.
+	if most := budget + 250*time.Millisecond; slowest > most {
 		t.Errorf("a call took %v after the kill, past the budget of %v (and slack)", slowest, budget)
 	}
 	back := time.Duration(-1)
 	for _, e := range events {
-		if !e.degraded && e.at.After(restarted) {
-			back = e.at.Sub(restarted)
+		if !e.degraded && e.start.After(restarted) {
+			back = e.start.Sub(restarted)
 			break
 		}
 	}
 	if back < 0 || back > time.Second {
 		t.Errorf("decisions returned to the server %v after its restart, want within 1 s", back)
 	}
-	t.Logf("%d local decisions, %d admitted in the outage's last second; slowest call %v; back on the server after %v",
-		local, admitted, slowest, back)
+	t.Logf("slowest call after the kill %v; back on the server after %v", slowest, back)
 }
 
 // event is one decision of TestFallbackServerKilled.
 type event struct {
-	at                time.Time
+	start, end        time.Time
 	allowed, degraded bool
 }
