@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
-	"github.com/rlserver/rlserver/lua"
 )
 
 // The differential run of Redis 8.8's native GCRA command: random GCRA calls mixed
@@ -192,49 +190,6 @@ func rawArgs(args []any) [][]byte {
 	return raw
 }
 
-// gcraScriptSide is Redis running the reference scripts, as scriptSide, but a native
-// GCRA step runs the gcra script, which has no algo.Kind of its own.
-type gcraScriptSide struct{ client *redis.Client }
-
-func (gcraScriptSide) name() string { return "redis+lua" }
-
-func (s gcraScriptSide) run(ctx context.Context, steps []step) ([]outcome, error) {
-	pipe := s.client.Pipeline()
-	calls := make([]*redis.Cmd, len(steps))
-	exists := make([]*redis.Cmd, len(steps))
-	expires := make([]*redis.Cmd, len(steps))
-	for i, st := range steps {
-		sc := lua.Scripts[st.req.Kind.Command()]
-		if st.req.Cell {
-			sc = lua.Scripts["gcra"]
-		}
-		calls[i] = pipe.EvalSha(ctx, sc.SHA1, []string{st.key}, append(lua.Args(st.req), st.now)...)
-		exists[i] = pipe.Do(ctx, "EXISTS", st.key)
-		expires[i] = pipe.Do(ctx, "PEXPIRETIME", st.key) // µs under now_us (package lua)
-	}
-	pipe.Exec(ctx) // the errors are per command, read below
-	outs := make([]outcome, len(steps))
-	for i, st := range steps {
-		o := &outs[i]
-		if err := readReply(calls[i], o); err != nil {
-			return nil, err
-		}
-		n, err := exists[i].Int64()
-		if err != nil {
-			return nil, err
-		}
-		at, err := expires[i].Int64()
-		if err != nil {
-			return nil, err
-		}
-		o.exists, o.pttl = n == 1, at
-		if at > 0 {
-			o.pttl = (at - st.now + 999) / 1000
-		}
-	}
-	return outs, nil
-}
-
 // gcraAlgoSide is algoSide with the wire's first field of a native GCRA step, which
 // answers "limited" where algoSide's replyOf writes RL.GCRA's "allowed".
 type gcraAlgoSide struct{ algoSide }
@@ -256,7 +211,7 @@ func TestGCRALuaMatchesAlgo(t *testing.T) {
 	r := needRedis(t)
 	sd := seed(t)
 	steps := genGCRASteps(t, sd, *compatCalls)
-	differential[step, outcome](t, sd, steps, gcraScriptSide{r.client}, gcraAlgoSide{algoSide{map[string]*algoKey{}}})
+	differential[step, outcome](t, sd, steps, scriptSide{r.client}, gcraAlgoSide{algoSide{map[string]*algoKey{}}})
 }
 
 // TestGCRAServerMatchesLua: rlserver against the scripts on Redis (algo beside them),
@@ -266,5 +221,5 @@ func TestGCRAServerMatchesLua(t *testing.T) {
 	t.Cleanup(func() { flush(t, r); flush(t, s) })
 	sd := seed(t)
 	steps := genGCRASteps(t, sd, *compatCalls)
-	differential[step, outcome](t, sd, steps, gcraScriptSide{r.client}, serverSide{s.client}, gcraAlgoSide{algoSide{map[string]*algoKey{}}})
+	differential[step, outcome](t, sd, steps, scriptSide{r.client}, serverSide{s.client}, gcraAlgoSide{algoSide{map[string]*algoKey{}}})
 }

@@ -591,8 +591,7 @@ func (s scriptSide) run(ctx context.Context, steps []step) ([]outcome, error) {
 	exists := make([]*redis.Cmd, len(steps))
 	expires := make([]*redis.Cmd, len(steps))
 	for i, st := range steps {
-		sc := lua.Scripts[st.req.Kind.Command()]
-		calls[i] = pipe.EvalSha(ctx, sc.SHA1, []string{st.key}, append(lua.Args(st.req), st.now)...)
+		calls[i] = pipe.EvalSha(ctx, lua.For(st.req).SHA1, []string{st.key}, append(lua.Args(st.req), st.now)...)
 		exists[i] = pipe.Do(ctx, "EXISTS", st.key)
 		// Under now_us a script's key expires at the µs its PEXPIRETIME holds (package lua).
 		expires[i] = pipe.Do(ctx, "PEXPIRETIME", st.key)

@@ -174,6 +174,15 @@ func wrap(name, body string) string {
 	return "local function " + name + "(KEYS, ARGV)\n" + common + body + "end\n"
 }
 
+// For is the script that decides r: its command's, or gcra for Redis's GCRA, which
+// shares RL.GCRA's kind (r.Cell on KindGCRA).
+func For(r algo.Request) Script {
+	if r.Kind == algo.KindGCRA && r.Cell {
+		return Scripts["gcra"]
+	}
+	return Scripts[r.Kind.Command()]
+}
+
 // Args is r as its script takes it in ARGV (see Arguments above), without now_us: the
 // one place that maps a parsed request onto the scripts' layout. A request of Redis's
 // native GCRA (algo.ParseGCRA: KindGCRA with Cell set) is the gcra script's.
