@@ -75,7 +75,9 @@ func (s *Server) serveDetached(sub *subscriber) {
 		}
 		delete(s.ps.subs, sub)
 		s.ps.mu.Unlock()
+		sub.wmu.Lock() // Close flushes: not while a publisher writes
 		sub.dc.Close()
+		sub.wmu.Unlock()
 	}()
 	for {
 		cmd, err := sub.dc.ReadCommand()
