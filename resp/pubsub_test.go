@@ -155,4 +155,3 @@ func (r *rawConn) line() string {
 
 // respCmd encodes a command as RESP.
 func respCmd(args ...string) string { return string(respCommand(args...)) }
-
