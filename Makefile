@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server soak experiments scale docs clean
+.PHONY: build run test bench bench-server bench-replication soak experiments scale docs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -24,6 +24,12 @@ bench:
 # rlserver vs redis-server + Lua through redis-benchmark, in the same run.
 bench-server: build
 	./scripts/bench-server.sh
+
+# Replication on loopback: redis-benchmark's RL.TOKEN -P 16 on a primary with 2 replicas
+# against one with none (same run), the replicas' lag under that load, and the failover
+# time after kill -9 with three Sentinels (redis-server --sentinel); see docs/ha.md.
+bench-replication:
+	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReplication$$' -benchtime 1x -v .
 
 # The full soak: the built binary on loopback, 2,000 connections, a million mixed
 # commands with garbage and half-sent requests, bounded to ~2 minutes (make test runs

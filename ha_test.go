@@ -33,7 +33,7 @@ const haPass = "ha-test-pass"
 
 // haNode is one process: an rlserver or a Sentinel, restartable on its address.
 type haNode struct {
-	t       *testing.T
+	t       testing.TB
 	name    string
 	addr    string
 	argv    []string // the program and its arguments
@@ -44,7 +44,7 @@ type haNode struct {
 }
 
 // freeAddr returns a loopback address free when asked.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -55,7 +55,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // needBinaries skips or fails t when redis-server or the built rlserver is missing.
-func needBinaries(t *testing.T) {
+func needBinaries(t testing.TB) {
 	t.Helper()
 	testenv.RedisTool(t, "redis-server")
 	if suite.serverErr != nil {
@@ -64,7 +64,7 @@ func needBinaries(t *testing.T) {
 }
 
 // startRL starts an rlserver with -requirepass and -masterauth on a free port.
-func startRL(t *testing.T, name string, args ...string) *haNode {
+func startRL(t testing.TB, name string, args ...string) *haNode {
 	t.Helper()
 	addr := freeAddr(t)
 	n := &haNode{t: t, name: name, addr: addr, argv: append([]string{suite.serverBin, "-addr", addr,
@@ -138,7 +138,7 @@ func (n *haNode) info(field string) string {
 }
 
 // waitUntil polls cond every 10 ms until it holds or within passes.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
+func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	begin := time.Now()
 	for !cond() {
@@ -159,7 +159,7 @@ type haSet struct {
 
 // startHA starts a primary and two replicas, and with sentinels three Sentinels
 // (quorum 2, down-after 1000 ms) that have found the replicas and each other.
-func startHA(t *testing.T, sentinels bool) *haSet {
+func startHA(t testing.TB, sentinels bool) *haSet {
 	t.Helper()
 	set := &haSet{primary: startRL(t, "primary")}
 	for i := range 2 {

@@ -341,6 +341,11 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 		if !sr.upsert {
 			return 0, false, fmt.Errorf("duplicate key %q", key)
 		}
+		if e := &sh.slab[slot]; e.kind() == kind && !hasTail(kind) { // a replica's usual update: in place
+			e.a, e.b = a, b
+			sh.wheel.Schedule(slot, deadline)
+			return pos, false, nil
+		}
 		sh.remove(p, slot)
 	}
 	if hasTail(kind) {
