@@ -110,7 +110,11 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 	c.w.WriteBulkString("mode")
 	c.w.WriteBulkString(s.redisMode())
 	c.w.WriteBulkString("role")
-	c.w.WriteBulkString(s.roleName())
+	if s.repl.readOnly.Load() {
+		c.w.WriteBulkString("replica") // HELLO's word; INFO and ROLE say "slave"
+	} else {
+		c.w.WriteBulkString("master")
+	}
 	c.w.WriteBulkString("modules")
 	c.w.WriteArray(0)
 }

@@ -115,6 +115,9 @@ func TestReplication(t *testing.T) {
 		if got := do(rc, "RL.ALL FIXED a1 5 60000 TOKEN a2 5 60000 PEEK"); !strings.HasPrefix(got, "[1 ") {
 			t.Errorf("RL.ALL ... PEEK on a replica = %s", got)
 		}
+		if got := do(rc, "HELLO 3"); !strings.Contains(got, "role:replica") {
+			t.Errorf("HELLO on a replica = %s", got)
+		}
 		if got := do(rc, "SCAN 0 COUNT 1000"); !strings.Contains(got, "lease") {
 			t.Errorf("SCAN on a replica = %s", got)
 		}
