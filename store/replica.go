@@ -165,9 +165,6 @@ func (s *Store) NewApplier() *Applier {
 	return &Applier{s: s, sr: snapshotReader{version: snapshotVersion, upsert: true}}
 }
 
-// Pending is the number of bytes of a record not yet whole.
-func (a *Applier) Pending() int { return len(a.pending) }
-
 // Apply stores every whole record of the pending bytes and data, each atomically, at
 // the replica's time now, and returns the bytes of the records stored. On error the
 // records before the bad one are stored, the bad one and what follows are not, and

@@ -99,8 +99,8 @@ func TestReplicaEqualsPrimary(t *testing.T) {
 			}
 			data = data[n:]
 		}
-		if ap.Pending() != 0 {
-			t.Fatalf("round %d: %d bytes of a record left over", round, ap.Pending())
+		if len(ap.pending) != 0 {
+			t.Fatalf("round %d: %d bytes of a record left over", round, len(ap.pending))
 		}
 		want, got := states(primary, now), states(replica, now)
 		if len(want) == 0 && round != 20 {
