@@ -456,6 +456,8 @@ func TestSentinelFailover(t *testing.T) {
 	var calls, errs atomic.Int64
 	var admitNs sync.Mutex
 	var admits []int64 // Unix ns of every admission, for the window before the kill
+	var errMu sync.Mutex
+	errKinds := map[string]int{} // what the clients saw, by error text
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -468,10 +470,13 @@ func TestSentinelFailover(t *testing.T) {
 				default:
 				}
 				k, l := rng.IntN(keys), rng.IntN(2)
-				r, err := cl.Allow(ctx, fmt.Sprintf("user:%d", k), limits[l])
+				r, err := cl.Allow(ctx, fmt.Sprintf("user:%d:%d", l, k), limits[l])
 				calls.Add(1)
 				if err != nil {
 					errs.Add(1)
+					errMu.Lock()
+					errKinds[err.Error()]++
+					errMu.Unlock()
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
@@ -544,6 +549,7 @@ func TestSentinelFailover(t *testing.T) {
 		offset, replicaOffsets, []int64{offset - replicaOffsets[0], offset - replicaOffsets[1]})
 	t.Logf("load: %d calls, %d errors, %d admissions, %d in the last second before the kill; "+
 		"admissions beyond the limits: %d", calls.Load(), errs.Load(), total, lastSecond, over)
+	t.Logf("errors: %v", errKinds)
 	if over > lastSecond {
 		t.Errorf("%d admissions beyond the limits, more than the %d of the last second before the kill", over, lastSecond)
 	}
