@@ -15,20 +15,16 @@ import (
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
-// BenchmarkReplication is make bench-replication: on loopback, in one run,
+// BenchmarkReplication is make bench-replication. On loopback, in one run, it
+// measures the throughput redis-benchmark gets from a primary with 2 replicas and from
+// one with none (RL.TOKEN over 1M keys, 50 connections, -P 16), three rounds in turn,
+// medians (the replicas' processes share this machine's cores with the primary); the
+// replication lag meanwhile (a key written on the loaded primary, polled on both
+// replicas); and the failover time after kill -9 of the loaded primary watched by three
+// Sentinels (quorum 2, down-after 1000 ms), until a Sentinel names a replica that says
+// role:master, with the lag at the kill in bytes of effects. By hand:
 //
-//   - the throughput redis-benchmark gets from a primary with 2 replicas and from one
-//     with none (RL.TOKEN over 1M keys, 50 connections, -P 16), three rounds in turn,
-//     medians: the replicas' processes share this machine's cores with the primary;
-//
-//   - the replication lag meanwhile: a key written on the loaded primary, polled on
-//     both replicas;
-//
-//   - the failover time after kill -9 of the loaded primary, watched by three
-//     Sentinels (quorum 2, down-after 1000 ms), until a Sentinel names a replica
-//     that says role:master; and the lag at the kill, in bytes of effects.
-//
-//     go test -run '^$' -bench '^BenchmarkReplication$' -benchtime 1x -v .
+//	go test -run '^$' -bench '^BenchmarkReplication$' -benchtime 1x -v .
 func BenchmarkReplication(b *testing.B) {
 	needBinaries(b)
 	bench := testenv.RedisTool(b, "redis-benchmark")
