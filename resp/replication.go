@@ -3,6 +3,7 @@ package resp
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -750,7 +752,7 @@ type replicaView struct {
 	offset, lagS int64
 }
 
-// replicaViews lists the connected replicas, in no particular order.
+// replicaViews lists the connected replicas by address, so that INFO's slaveN stay put.
 func (s *Server) replicaViews() []replicaView {
 	s.repl.mu.Lock()
 	defer s.repl.mu.Unlock()
@@ -764,6 +766,7 @@ func (s *Server) replicaViews() []replicaView {
 		out = append(out, replicaView{ip: r.ip, port: r.port, state: state, offset: r.ack.Load(),
 			lagS: (now - r.ackAt.Load()) / int64(time.Second)})
 	}
+	slices.SortFunc(out, func(a, b replicaView) int { return cmp.Or(strings.Compare(a.ip, b.ip), cmp.Compare(a.port, b.port)) })
 	return out
 }
 
