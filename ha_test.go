@@ -525,6 +525,16 @@ func TestSentinelFailover(t *testing.T) {
 	if r, err := cl.Allow(ctx, "drained", limits[0]); err != nil || r.Allowed {
 		t.Errorf("the key drained before the kill is not drained on the new primary: %+v, %v", r, err)
 	}
+	for _, r := range set.replicas {
+		if r != newPrimary {
+			waitUntil(t, 10*time.Second, r.name+" following "+newPrimary.name, func() bool {
+				return r.info("master_port") == newPrimary.addr[strings.LastIndex(newPrimary.addr, ":")+1:] &&
+					r.info("master_link_status") == "up"
+			})
+		}
+	}
+	t.Logf("the other replica resynced from the new primary: sync_partial_ok:%s sync_full:%s",
+		newPrimary.info("sync_partial_ok"), newPrimary.info("sync_full"))
 	over := 0
 	for l := range allowed {
 		for k := range allowed[l] {

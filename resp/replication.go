@@ -91,9 +91,16 @@ type replication struct {
 	link       *link
 	replID     string         // this server's replication id as a primary
 	backlog    *store.Backlog // created when the first replica connects
-	baseOffset int64          // the offset a new backlog starts at: a promoted replica's
-	replicas   map[*replicaConn]struct{}
-	feeders    sync.WaitGroup
+	// history is a replica's copy of the stream it applied, at its primary's offsets:
+	// promoted, it becomes the backlog, and replicas of the same old primary that
+	// are not ahead of it continue from it (their replID2 and secondOffset), as
+	// Redis's PSYNC2 lets them.
+	history      *store.Backlog
+	replID2      string // the old primary's id, after a promotion; "" if none
+	secondOffset int64  // how far this server had applied the old primary's stream
+	baseOffset   int64  // the offset a new backlog starts at: a promoted replica's
+	replicas     map[*replicaConn]struct{}
+	feeders      sync.WaitGroup
 
 	// Syncs served as a primary, as Redis's INFO stats counts them.
 	syncFull, syncPartialOK, syncPartialErr atomic.Uint64
@@ -196,6 +203,7 @@ func (s *Server) becomeReplica(host string, port int) bool {
 	s.repl.masterHost, s.repl.masterPort = host, port
 	s.store.SetBacklog(nil)
 	s.repl.backlog = nil
+	s.repl.replID2 = ""
 	s.dropReplicasLocked()
 	s.repl.link = nil
 	s.repl.mu.Unlock()
@@ -232,8 +240,16 @@ func (s *Server) becomePrimary() bool {
 	defer s.repl.mu.Unlock()
 	s.applied.mu.Lock()
 	s.repl.baseOffset = s.applied.offset
+	s.repl.replID2, s.repl.secondOffset = s.applied.replID, s.applied.offset
 	s.applied.replID = "" // writes here from now on: this history ends, no partial resync into it
 	s.applied.mu.Unlock()
+	if h := s.repl.history; h != nil {
+		if _, end := h.Offsets(); end == s.repl.baseOffset {
+			s.repl.backlog = h
+			s.store.SetBacklog(h)
+		}
+	}
+	s.repl.history = nil
 	s.repl.masterHost, s.repl.masterPort = "", 0
 	s.repl.replID = newReplID()
 	s.repl.loading.Store(false)
@@ -361,16 +377,30 @@ func (s *Server) syncLink(l *link, addr string) (bool, error) {
 		s.applied.mu.Lock()
 		s.applied.replID, s.applied.offset = replID, offset
 		s.applied.mu.Unlock()
-	case len(fields) == 2 && fields[0] == "+CONTINUE" && fields[1] == replID:
+	case len(fields) == 2 && fields[0] == "+CONTINUE":
+		// The id is the one asked for, or a promoted sibling's new one: its offsets
+		// continue the same stream.
+		s.applied.mu.Lock()
+		s.applied.replID = fields[1]
+		s.applied.mu.Unlock()
 		s.log.Info("replication: partial resync", "primary", addr, "offset", offset)
 	default:
 		return false, fmt.Errorf("%s answered %q to RLSYNC: not an rlserver primary", addr, line)
 	}
+	s.repl.mu.Lock()
+	h := s.repl.history
+	if h == nil {
+		h = store.NewBacklog(s.backlogSize(), offset)
+	} else if _, end := h.Offsets(); end != offset { // a full sync: a new history
+		h = store.NewBacklog(s.backlogSize(), offset)
+	}
+	s.repl.history = h
+	s.repl.mu.Unlock()
 	l.up.Store(true)
 	l.downSince.Store(0)
 	l.state.Store("connected")
 	l.lastIO.Store(time.Now().UnixNano())
-	return true, s.applyFrames(l, conn, br, offset)
+	return true, s.applyFrames(l, conn, br, offset, h)
 }
 
 // fullSync loads the primary's snapshot into the emptied store, refusing commands
@@ -391,7 +421,7 @@ func (s *Server) fullSync(l *link, conn net.Conn, br *bufio.Reader) error {
 
 // applyFrames applies the primary's frames from offset on until the link fails,
 // acknowledging what it applied from another goroutine.
-func (s *Server) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int64) error {
+func (s *Server) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int64, history *store.Backlog) error {
 	acked := make(chan struct{})
 	stopAck := make(chan struct{})
 	var applied atomic.Int64
@@ -419,6 +449,7 @@ func (s *Server) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset in
 	}()
 	defer func() { close(stopAck); <-acked }()
 	ap := s.store.NewApplier()
+	ap.SetLog(history)
 	received := offset
 	var head [frameHead]byte
 	var body []byte
@@ -560,14 +591,18 @@ func (c *chunkWriter) close() error {
 // at the first replica; repl.mu is held.
 func (s *Server) ensureBacklogLocked() *store.Backlog {
 	if s.repl.backlog == nil {
-		size := s.cfg.ReplBacklogSize
-		if size == 0 {
-			size = DefaultReplBacklogSize
-		}
-		s.repl.backlog = store.NewBacklog(size, s.repl.baseOffset)
+		s.repl.backlog = store.NewBacklog(s.backlogSize(), s.repl.baseOffset)
 		s.store.SetBacklog(s.repl.backlog)
 	}
 	return s.repl.backlog
+}
+
+// backlogSize is Config.ReplBacklogSize or its default.
+func (s *Server) backlogSize() int {
+	if s.cfg.ReplBacklogSize == 0 {
+		return DefaultReplBacklogSize
+	}
+	return s.cfg.ReplBacklogSize
 }
 
 // cmdRLSync serves RLSYNC replid offset listening-port: the connection becomes a
@@ -594,7 +629,9 @@ func cmdRLSync(s *Server, c *client, args [][]byte, _ int64) {
 	}
 	bl := s.ensureBacklogLocked()
 	replID := s.repl.replID
-	full := string(args[1]) != replID || !bl.Holds(reqOff)
+	id := string(args[1])
+	full := !bl.Holds(reqOff) || id != replID &&
+		!(id == s.repl.replID2 && id != "" && reqOff <= s.repl.secondOffset)
 	switch {
 	case !full:
 		s.repl.syncPartialOK.Add(1)
@@ -801,7 +838,14 @@ func (s *Server) replicationInfo() [][2]string {
 	s.repl.mu.Lock()
 	host, port, l := s.repl.masterHost, s.repl.masterPort, s.repl.link
 	replID, bl := s.repl.replID, s.repl.backlog
+	replID2, second := s.repl.replID2, s.repl.secondOffset+1 // Redis's: the first offset of the new history
+	if bl == nil {
+		bl = s.repl.history
+	}
 	s.repl.mu.Unlock()
+	if replID2 == "" {
+		replID2, second = strings.Repeat("0", 40), -1
+	}
 	if host != "" {
 		status, lastIO := "down", int64(-1)
 		if l != nil && l.up.Load() {
@@ -850,9 +894,9 @@ func (s *Server) replicationInfo() [][2]string {
 	kv = append(kv,
 		[2]string{"master_failover_state", "no-failover"},
 		[2]string{"master_replid", replID},
-		[2]string{"master_replid2", strings.Repeat("0", 40)},
+		[2]string{"master_replid2", replID2},
 		[2]string{"master_repl_offset", itoa(s.masterOffset())},
-		[2]string{"second_repl_offset", "-1"},
+		[2]string{"second_repl_offset", itoa(second)},
 		[2]string{"repl_backlog_active", boolDigit(bl != nil)},
 		[2]string{"repl_backlog_size", itoa(size)},
 		[2]string{"repl_backlog_first_byte_offset", itoa(first)},

@@ -164,6 +164,13 @@ func TestReplication(t *testing.T) {
 	}
 	run(t, c2, []call{{"REPLICAOF " + strings.Replace(r1.addr, ":", " ", 1), "OK"}})
 	waitFor(t, "r2 following r1", func() bool { return do(c2, "EXISTS promoted after") == "2" })
+	// r2 had applied no more of p's stream than r1: it continues from r1's copy of it.
+	if got := replInfo(t, c1, "sync_partial_ok"); got != "1" {
+		t.Errorf("r1's sync_partial_ok after r2 followed it = %s, want 1 (full: %s)", got, replInfo(t, c1, "sync_full"))
+	}
+	if got := replInfo(t, c1, "master_replid2"); got != replInfo(t, pc, "master_replid") {
+		t.Errorf("r1's master_replid2 = %s, want p's id %s", got, replInfo(t, pc, "master_replid"))
+	}
 	if got := do(c2, "REPLICAOF "+strings.Replace(r1.addr, ":", " ", 1)); got != "OK Already connected to specified master" {
 		t.Errorf("REPLICAOF again = %s", got)
 	}

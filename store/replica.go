@@ -82,6 +82,15 @@ func (b *Backlog) append(rec []byte) {
 	}
 }
 
+// Append adds bytes of a primary's stream as they are: a replica keeps the records it
+// applies in a backlog of its own, at the primary's offsets, to feed its former
+// siblings from where they are if it is promoted.
+func (b *Backlog) Append(p []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.append(p)
+}
+
 // ReadAt copies the bytes from offset off into p and returns how many, 0 when off is
 // the end, and a channel closed at the next append (nil when n > 0). ErrBacklogGone
 // means off is before the first byte held, or past the end.
@@ -158,12 +167,16 @@ type Applier struct {
 	s       *Store
 	sr      snapshotReader
 	pending []byte
+	log     *Backlog // SetLog
 }
 
 // NewApplier returns an Applier into s.
 func (s *Store) NewApplier() *Applier {
 	return &Applier{s: s, sr: snapshotReader{version: snapshotVersion, upsert: true}}
 }
+
+// SetLog makes Apply append every record it stores to b.
+func (a *Applier) SetLog(b *Backlog) { a.log = b }
 
 // Apply stores every whole record of the pending bytes and data, each atomically, at
 // the replica's time now, and returns the bytes of the records stored. On error the
@@ -176,6 +189,9 @@ func (a *Applier) Apply(data []byte, now int64) (int, error) {
 	for len(body) > 0 {
 		n, err := a.apply(body, now)
 		if err != nil {
+			if a.log != nil {
+				a.log.Append(a.pending[:done])
+			}
 			return done, fmt.Errorf("%w: %v, at the stream's byte %d", ErrEffectCorrupt, err, done)
 		}
 		if n == 0 {
@@ -183,6 +199,9 @@ func (a *Applier) Apply(data []byte, now int64) (int, error) {
 		}
 		body = body[n:]
 		done += n
+	}
+	if a.log != nil {
+		a.log.Append(a.pending[:done])
 	}
 	a.pending = append(a.pending[:0], body...)
 	return done, nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -58,6 +59,8 @@ func TestReplicaEqualsPrimary(t *testing.T) {
 	bl := NewBacklog(1<<20, 0)
 	primary.SetBacklog(bl)
 	ap := replica.NewApplier()
+	history := NewBacklog(1<<20, 0) // what the replica applied, byte for byte the primary's stream
+	ap.SetLog(history)
 	rng := rand.New(rand.NewPCG(1, 2))
 	off := int64(0)
 	now := t0
@@ -101,6 +104,16 @@ func TestReplicaEqualsPrimary(t *testing.T) {
 		}
 		if len(ap.pending) != 0 {
 			t.Fatalf("round %d: %d bytes of a record left over", round, len(ap.pending))
+		}
+		first, end := bl.Offsets()
+		hFirst, hEnd := history.Offsets()
+		if first != hFirst || end != hEnd {
+			t.Fatalf("round %d: the replica's history is at %d-%d, the primary's backlog at %d-%d", round, hFirst, hEnd, first, end)
+		}
+		sent, _ := drain(t, bl, first)
+		kept, _ := drain(t, history, hFirst)
+		if !bytes.Equal(sent, kept) {
+			t.Fatalf("round %d: the replica's history differs from the primary's backlog", round)
 		}
 		want, got := states(primary, now), states(replica, now)
 		if len(want) == 0 && round != 20 {
