@@ -67,6 +67,11 @@ const (
 	// Reconnection backoff after a failed link: doubling from the first to the last.
 	replRetryFirst = 100 * time.Millisecond
 	replRetryLast  = 5 * time.Second
+	// A frame smaller than replBatchBytes is followed by a pause of replBatchDelay,
+	// for the next one to carry more: at most ~1000 frames a second per replica, for
+	// up to a millisecond of lag.
+	replBatchBytes = 64 << 10
+	replBatchDelay = time.Millisecond
 	// frameHead is a frame's length, offset and checksum; frameMax bounds a body.
 	frameHead = 4 + 8 + 8
 	frameMax  = 1 << 20
@@ -743,6 +748,11 @@ func (s *Server) feedReplica(r *replicaConn, bl *store.Backlog, replID string, f
 			return
 		}
 		off += int64(n)
+		if n > 0 && n < replBatchBytes {
+			// Let effects gather: a frame per write would cost a loaded primary a
+			// system call per write and replica, and the replicas as many reads.
+			time.Sleep(replBatchDelay)
+		}
 	}
 }
 
