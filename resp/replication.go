@@ -187,7 +187,8 @@ func (s *Server) stopReplication() {
 	s.repl.feeders.Wait()
 }
 
-// dropReplicasLocked closes every replica's connection; repl.mu is held.
+// dropReplicasLocked closes every replica's connection and returns how many there
+// were; repl.mu is held.
 func (s *Server) dropReplicasLocked() int {
 	for r := range s.repl.replicas {
 		r.drop()
