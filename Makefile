@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server bench-client soak experiments scale docs clean
+.PHONY: build run test bench bench-server bench-client bench-replication soak experiments scale docs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -30,6 +30,12 @@ bench-server: build
 # through the middleware. The last line is the headline (README, "Go client").
 bench-client: build
 	$(GO) run ./cmd/rlbench client -rlserver-bin $(BIN)
+
+# Replication on loopback: redis-benchmark's RL.TOKEN -P 16 on a primary with 2 replicas
+# against one with none (same run), the replicas' lag under that load, and the failover
+# time after kill -9 with three Sentinels (redis-server --sentinel); see docs/ha.md.
+bench-replication:
+	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReplication$$' -benchtime 1x -v .
 
 # The full soak: the built binary on loopback, 2,000 connections, a million mixed
 # commands with garbage and half-sent requests, bounded to ~2 minutes (make test runs

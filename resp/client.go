@@ -25,6 +25,12 @@ type client struct {
 	batchOpen bool
 	authed    bool // by AUTH or HELLO AUTH, or no password is required
 
+	// MULTI (multi.go): the commands queued, and whether one was refused.
+	inMulti, multiDirty bool
+	multi               []queued
+	// sub is set once the connection subscribed and left redcon's loop (pubsub.go).
+	sub *subscriber
+
 	proto    atomic.Int32 // 2 or 3, set by HELLO
 	commands atomic.Uint64
 	errors   atomic.Uint64

@@ -1,6 +1,10 @@
 package resp
 
-import "github.com/rlserver/rlserver/algo"
+import (
+	"slices"
+
+	"github.com/rlserver/rlserver/algo"
+)
 
 // cmdAll serves RL.ALL: parse every rule, let the store decide them all at once
 // (all consume, or none does), answer allowed and each rule's five integers.
@@ -8,6 +12,10 @@ func cmdAll(s *Server, c *client, args [][]byte, now int64) {
 	rules, err := algo.ParseAll(args[1:], s.cfg.MaxLogLimit)
 	if err != nil {
 		c.writeError(err.Error())
+		return
+	}
+	if s.repl.readOnly.Load() && !slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek }) {
+		c.writeError(errReadOnly)
 		return
 	}
 	// Calls name a few rules: their decisions fit on the stack (an allocation less of

@@ -16,7 +16,10 @@ const (
 	errBadName   = "ERR Client names cannot contain spaces, newlines or special characters."
 )
 
-func cmdPing(_ *Server, c *client, args [][]byte, _ int64) {
+func cmdPing(s *Server, c *client, args [][]byte, _ int64) {
+	if len(args) <= 2 && s.subscribedPing(c, args) {
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.w.WriteString("PONG")
@@ -107,7 +110,11 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 	c.w.WriteBulkString("mode")
 	c.w.WriteBulkString(s.redisMode())
 	c.w.WriteBulkString("role")
-	c.w.WriteBulkString("master")
+	if s.repl.readOnly.Load() {
+		c.w.WriteBulkString("replica") // HELLO's word; INFO and ROLE say "slave"
+	} else {
+		c.w.WriteBulkString("master")
+	}
 	c.w.WriteBulkString("modules")
 	c.w.WriteArray(0)
 }
@@ -235,4 +242,98 @@ func cmdClientList(s *Server, c *client, args [][]byte, _ int64) {
 		b.WriteString(cl.info(now))
 	}
 	c.w.WriteBulkString(b.String())
+}
+
+// cmdClientKill serves CLIENT KILL addr (the old form: OK, or an error if no such
+// connection) and CLIENT KILL filter value ... with TYPE normal|pubsub|replica|slave|master,
+// ID id, ADDR ip:port and SKIPME yes|no: the number of connections closed.
+func cmdClientKill(s *Server, c *client, args [][]byte, _ int64) {
+	if len(args) == 3 {
+		if s.killClients(c, "", 0, string(args[2]), true) == 0 {
+			c.writeError("ERR No such client")
+			return
+		}
+		c.w.WriteString("OK")
+		return
+	}
+	typ, addr, skipMe := "", "", true
+	var id int64
+	if len(args)%2 != 0 {
+		c.writeError(errSyntax)
+		return
+	}
+	for i := 2; i < len(args); i += 2 {
+		val := string(args[i+1])
+		switch strings.ToLower(string(args[i])) {
+		case "type":
+			switch typ = strings.ToLower(val); typ {
+			case "normal", "pubsub", "master", "replica":
+			case "slave":
+				typ = "replica"
+			default:
+				c.writeError(fmt.Sprintf("ERR Unknown client type '%s'", val))
+				return
+			}
+		case "id":
+			n, ok := parseInt(args[i+1])
+			if !ok || n < 1 {
+				c.writeError("ERR client-id should be greater than 0")
+				return
+			}
+			id = n
+		case "addr":
+			addr = val
+		case "skipme":
+			switch strings.ToLower(val) {
+			case "yes":
+				skipMe = true
+			case "no":
+				skipMe = false
+			default:
+				c.writeError(errSyntax)
+				return
+			}
+		default:
+			c.writeError(errSyntax)
+			return
+		}
+	}
+	c.w.WriteInt64(int64(s.killClients(c, typ, id, addr, skipMe)))
+}
+
+// killClients closes the connections of type typ ("" any), with id (0 any) and addr
+// ("" any), the caller c's own unless skipMe, and returns how many.
+func (s *Server) killClients(c *client, typ string, id int64, addr string, skipMe bool) int {
+	n := 0
+	if typ == "" || typ == "normal" {
+		s.mu.Lock()
+		for cl := range s.clients {
+			if (id == 0 || cl.id == id) && (addr == "" || cl.addr == addr) && !(skipMe && cl == c) {
+				cl.conn.NetConn().Close()
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	if (typ == "" || typ == "pubsub") && id == 0 && addr == "" {
+		n += s.killSubscribers(c)
+	}
+	if typ == "replica" && id == 0 && addr == "" {
+		s.repl.mu.Lock()
+		n += s.dropReplicasLocked()
+		s.repl.mu.Unlock()
+	}
+	if typ == "master" && id == 0 && addr == "" {
+		s.repl.mu.Lock()
+		if l := s.repl.link; l != nil {
+			l.mu.Lock()
+			if l.conn != nil {
+				l.conn.Close()
+				n++
+			}
+			l.mu.Unlock()
+		}
+		s.repl.mu.Unlock()
+	}
+	return n
 }

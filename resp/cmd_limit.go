@@ -25,6 +25,10 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 			c.writeError(err.Error())
 			return
 		}
+		if !req.Peek && s.repl.readOnly.Load() {
+			c.writeError(errReadOnly)
+			return
+		}
 		d, err := s.store.Do(args[1], req, now)
 		if err != nil {
 			c.writeError(err.Error())

@@ -344,8 +344,15 @@ func cmdConfigGet(s *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
+// cmdConfigRewrite serves CONFIG REWRITE: there is no config file to rewrite (flags
+// only), which is an error when it runs, as Redis's without one: inside Sentinel's
+// MULTI the other commands still run.
+func cmdConfigRewrite(_ *Server, c *client, _ [][]byte, _ int64) {
+	c.writeError("ERR The server is running without a config file")
+}
+
 // infoSections are INFO's sections, in order.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "cluster", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cluster", "keyspace"}
 
 // cmdInfo serves INFO [section ...]: the named sections ("all", "everything" and
 // "default" name all of them), as one bulk string in Redis's "key:value" format.
@@ -440,6 +447,9 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 			{"total_error_replies", utoa(errs)},
 			{"expired_keys", utoa(st.Expired)},
 			{"evicted_keys", utoa(st.Evicted)},
+			{"sync_full", utoa(s.repl.syncFull.Load())},
+			{"sync_partial_ok", utoa(s.repl.syncPartialOK.Load())},
+			{"sync_partial_err", utoa(s.repl.syncPartialErr.Load())},
 		}
 		for k := algo.KindFixed; k <= algo.KindLease; k++ {
 			name := strings.ReplaceAll(k.Command(), ".", "_")
@@ -448,6 +458,8 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 				[2]string{name + "_limited", utoa(st.Limited[k])})
 		}
 		return kv
+	case "replication":
+		return s.replicationInfo()
 	case "cluster":
 		return [][2]string{{"cluster_enabled", boolDigit(s.cfg.Cluster != nil)}}
 	case "keyspace":

@@ -64,6 +64,10 @@ var groupTitles = []struct{ group, title, intro string }{
 	{groupCluster, "Cluster", "Started with `-cluster-nodes` and `-cluster-self`, nodes share the 16384 hash slots " +
 		"and answer as Redis Cluster nodes do, so cluster clients and `redis-cli -c` work unchanged. " +
 		"Standalone, these answer Redis's \"cluster support disabled\" errors.\n"},
+	{groupPubSub, "Pub/Sub", "Redis's Pub/Sub on one server, what Sentinels use to find each other " +
+		"(`__sentinel__:hello`); see [ha.md](ha.md).\n"},
+	{groupTransactions, "Transactions", "MULTI/EXEC as Redis runs them, for Sentinel's reconfiguration of a " +
+		"server in one transaction; see [ha.md](ha.md).\n"},
 }
 
 const rateLimitIntro = "Every `RL.*` command answers an array of five integers, in RESP2 and RESP3 alike:\n\n" +

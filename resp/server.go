@@ -96,6 +96,18 @@ type Config struct {
 	// MOVED or CROSSSLOT otherwise, and serves CLUSTER SLOTS and the like. Nil:
 	// standalone.
 	Cluster *cluster.Topology
+
+	// ReplicaOf, if set ("host:port"), starts the server as a replica of that
+	// primary, as REPLICAOF host port would; empty: a primary.
+	ReplicaOf string
+	// MasterAuth is the password a replica gives its primary (the primary's RequirePass).
+	MasterAuth string
+	// ReplBacklogSize is the bytes of recent effects a primary keeps for replicas to
+	// continue from after a disconnection; 0 means DefaultReplBacklogSize.
+	ReplBacklogSize int
+	// ReplicaPriority is Sentinel's replica priority (INFO slave_priority): lower is
+	// promoted first; 0 means Redis's default 100, a negative value 0 (never promoted).
+	ReplicaPriority int
 }
 
 // Errors returned by Server methods.
@@ -143,8 +155,11 @@ type Server struct {
 	closedCommands atomic.Uint64
 	closedErrors   atomic.Uint64
 
-	persist persistence // snapshot.go
-	metrics metrics     // metrics.go
+	persist persistence   // snapshot.go
+	metrics metrics       // metrics.go
+	repl    replication   // replication.go
+	applied replicaOffset // replication.go: a replica's position in its primary's stream
+	ps      pubsub        // pubsub.go
 }
 
 // NewServer validates cfg and returns a Server, not yet listening, with an empty
@@ -170,6 +185,20 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.SnapshotInterval == 0 {
 		cfg.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if cfg.ReplBacklogSize < 0 {
+		return nil, fmt.Errorf("resp: ReplBacklogSize must be 0 (default) or positive, got %d", cfg.ReplBacklogSize)
+	}
+	var masterHost string
+	var masterPort int
+	if cfg.ReplicaOf != "" {
+		if cfg.Cluster != nil {
+			return nil, errors.New("resp: ReplicaOf and Cluster do not go together: cluster mode has no replicas")
+		}
+		var err error
+		if masterHost, masterPort, err = parseReplicaOf(cfg.ReplicaOf); err != nil {
+			return nil, err
+		}
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return nil, errors.New("resp: TLSCertFile and TLSKeyFile go together: set both or neither")
@@ -220,6 +249,9 @@ func NewServer(cfg Config) (*Server, error) {
 		tlsConfig: tlsConfig,
 	}
 	s.clock.real()
+	s.repl.replID = newReplID()
+	s.repl.masterHost, s.repl.masterPort = masterHost, masterPort
+	s.repl.readOnly.Store(masterHost != "")
 	// The address is unused: Serve hands redcon the caller's listener.
 	s.rc = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)
 	s.rcTLS = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)
@@ -260,10 +292,13 @@ func (s *Server) serve(ln net.Listener, slot *net.Listener, rc *redcon.Server) e
 	if startTicker {
 		go s.expireLoop()
 		go s.snapshotLoop()
+		s.startReplication()
 	}
 	s.warnIfExposed(ln.Addr())
 	err := rc.Serve(&limitListener{Listener: ln, s: s})
 	s.Close()
+	s.stopReplication()
+	s.stopPubSub()
 	s.ticker.Wait()
 	s.conns.Wait()
 	return errors.Join(err, s.finalSave())
@@ -390,29 +425,44 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 		c.batchNow = s.clock.now()
 	}
 	c.batchOpen = len(rc.PeekPipeline()) > 0
-	args := cmd.Args
+	s.dispatch(c, cmd.Args)
+}
+
+// dispatch finds a command and checks its arguments and the connection's right to
+// run it; inside MULTI it queues it, else runs it.
+func (s *Server) dispatch(c *client, args [][]byte) {
 	cm := lookup(commandIndex, args[0])
 	if cm == nil {
-		c.writeError(unknownCommand(args))
+		c.refuse(unknownCommand(args))
 		return
 	}
 	if cm.subs != nil && len(args) > 1 {
 		sub := lookup(cm.subIndex, args[1])
 		if sub == nil {
-			c.writeError(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.",
+			c.refuse(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.",
 				args[1], upper(cm.name)))
 			return
 		}
 		cm = sub
 	}
 	if cm.arity > 0 && len(args) != cm.arity || cm.arity < 0 && len(args) < -cm.arity {
-		c.writeError("ERR wrong number of arguments for '" + cm.full + "' command")
+		c.refuse("ERR wrong number of arguments for '" + cm.full + "' command")
 		return
 	}
 	if !c.authed && !cm.noAuth {
-		c.writeError(errNoAuth)
+		c.refuse(errNoAuth)
 		return
 	}
+	if c.inMulti && !cm.tx {
+		c.queue(cm, args)
+		return
+	}
+	s.execute(c, cm, args)
+}
+
+// execute runs a checked command, unless the key's slot is another node's, or the
+// server is a replica and the command writes, or a full sync is loading.
+func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	// Only cluster mode pays for the slot check: 9-17 ns for an RL.TOKEN
 	// (BenchmarkClusterRedirect), mostly the key's CRC16; a 16-deep pipeline of
 	// RL.TOKEN over loopback takes 2.44 µs a command instead of 2.40 (medians of 10,
@@ -422,6 +472,15 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 			c.writeError(msg)
 			return
 		}
+	}
+	// A limiter that may be a PEEK checks after parsing its arguments (limiter, cmdAll).
+	if cm.write && !cm.peekable && s.repl.readOnly.Load() {
+		c.writeError(errReadOnly)
+		return
+	}
+	if !cm.loadingOK && s.repl.loading.Load() {
+		c.writeError(errLoading)
+		return
 	}
 	c.last.Store(cm)
 	if !s.metrics.timeThisOne() {

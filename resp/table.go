@@ -31,11 +31,18 @@ type command struct {
 	keys func(args [][]byte) [][]byte
 
 	// Filled in by init.
-	full     string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand
-	id       int                 // the command's index in allCommands, for per-command metrics
-	noAuth   bool                // "no-auth" in flags: served before the connection authenticates
-	parent   *command            // the container of a subcommand
-	subIndex map[string]*command // subs by name
+	full      string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand
+	id        int                 // the command's index in allCommands, for per-command metrics
+	noAuth    bool                // "no-auth" in flags: served before the connection authenticates
+	parent    *command            // the container of a subcommand
+	subIndex  map[string]*command // subs by name
+	write     bool                // "write" in flags: refused on a replica (READONLY)
+	peekable  bool                // takes PEEK: its run refuses a write on a replica itself
+	loadingOK bool                // "loading" in flags: runs while a replica loads a full sync
+
+	// Set in the table.
+	tx      bool // MULTI, EXEC, DISCARD: run at once inside MULTI, never queued
+	noMulti bool // refused inside MULTI: it takes the connection over (SUBSCRIBE, RLSYNC)
 }
 
 // arg describes one argument for COMMAND DOCS and the syntax line, in Redis's terms.
@@ -57,11 +64,13 @@ type example struct {
 
 // Command groups, as COMMAND DOCS reports them.
 const (
-	groupRateLimit  = "ratelimit"
-	groupGeneric    = "generic"
-	groupConnection = "connection"
-	groupServer     = "server"
-	groupCluster    = "cluster"
+	groupRateLimit    = "ratelimit"
+	groupGeneric      = "generic"
+	groupConnection   = "connection"
+	groupServer       = "server"
+	groupCluster      = "cluster"
+	groupPubSub       = "pubsub"
+	groupTransactions = "transactions"
 )
 
 // since is the version every command first appeared in: rlserver's first.
@@ -603,6 +612,27 @@ func init() {
 					args: []arg{{name: "connection-name", typ: "string"}},
 					run:  cmdClientSetName,
 				},
+				{
+					name: "kill", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
+					summary: "Close connections: by TYPE (normal, pubsub, replica, master), ID or ADDR, the caller's own unless SKIPME yes; answer how many.",
+					group:   groupConnection, complexity: "O(n) in the connections",
+					args: []arg{
+						{name: "client-type", typ: "oneof", token: "TYPE", optional: true, args: []arg{
+							{name: "normal", typ: "pure-token", token: "NORMAL"},
+							{name: "master", typ: "pure-token", token: "MASTER"},
+							{name: "replica", typ: "pure-token", token: "REPLICA"},
+							{name: "pubsub", typ: "pure-token", token: "PUBSUB"},
+						}},
+						{name: "client-id", typ: "integer", token: "ID", optional: true},
+						{name: "ip:port", typ: "string", token: "ADDR", optional: true},
+						{name: "yes/no", typ: "string", token: "SKIPME", optional: true},
+					},
+					doc: "Sentinel sends `CLIENT KILL TYPE normal` and `CLIENT KILL TYPE pubsub` after it " +
+						"reconfigures a server, so that clients reconnect and ask it where the primary is. " +
+						"`TYPE master` on a replica drops its link to the primary (it reconnects and " +
+						"continues from the backlog); `TYPE replica` on a primary drops its replicas' links.",
+					run: cmdClientKill,
+				},
 			},
 		},
 
@@ -656,6 +686,12 @@ func init() {
 					group:   groupServer, complexity: "O(n) in the parameters",
 					args: []arg{{name: "parameter", typ: "string", multiple: true}},
 					run:  cmdConfigGet,
+				},
+				{
+					name: "rewrite", arity: 2, flags: []string{"admin", "noscript", "loading", "stale"},
+					summary: "Write the configuration to the config file: rlserver has none yet, so an error (not an unknown command: Sentinel sends it).",
+					group:   groupServer, complexity: "O(1)",
+					run: cmdConfigRewrite,
 				},
 			},
 		},
@@ -786,11 +822,156 @@ func init() {
 			group:   groupCluster, complexity: "O(1)",
 			run: cmdReadWrite,
 		},
+
+		{
+			name: "replicaof", arity: 3, flags: []string{"admin", "noscript", "stale"},
+			summary: "Replicate host:port's rlserver (read-only, fed its writes' effects), or with NO ONE become a primary.",
+			group:   groupServer, complexity: "O(1); a full sync is O(n) in the keys, in the background",
+			args: []arg{{name: "args", typ: "oneof", args: []arg{
+				{name: "host-port", typ: "block", args: []arg{
+					{name: "host", typ: "string"},
+					{name: "port", typ: "integer"},
+				}},
+				{name: "no-one", typ: "block", args: []arg{
+					{name: "no", typ: "pure-token", token: "NO"},
+					{name: "one", typ: "pure-token", token: "ONE"},
+				}},
+			}}},
+			doc: "A replica answers reads (PEEK, TTL, EXISTS, TYPE, SCAN, INFO, ...) and refuses writes with " +
+				"`READONLY You can't write against a read only replica.`. It connects to the primary (with " +
+				"`-masterauth` if the primary has `-requirepass`) and sends `RLSYNC`; the primary streams " +
+				"its snapshot, then the effect of every write: the key's resulting state and absolute " +
+				"deadline, a deletion or a flush, never the command, so a replica's clock decides nothing. " +
+				"After a disconnection the replica continues from the primary's backlog (`-repl-backlog-size`) " +
+				"when it still holds its offset, else syncs in full again. An unreachable primary is retried " +
+				"with backoff (100 ms to 5 s) while the replica keeps serving reads and INFO says " +
+				"`master_link_status:down`. `REPLICAOF NO ONE` makes it a primary with a new replication id: " +
+				"this is what Sentinel sends to promote it. The flag `-replicaof host:port` starts a server " +
+				"as a replica. Not in cluster mode.",
+			run: cmdReplicaOf,
+		},
+		{
+			name: "slaveof", arity: 3, flags: []string{"admin", "noscript", "stale"},
+			summary: "The old name of REPLICAOF, which Sentinel sends.",
+			group:   groupServer, complexity: "O(1)",
+			args: []arg{{name: "host", typ: "string"}, {name: "port", typ: "string"}},
+			run:  cmdReplicaOf,
+		},
+		{
+			name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"},
+			summary: "Answer the replication role: master, offset and replicas; or slave, primary host and port, link state and offset.",
+			group:   groupServer, complexity: "O(1)",
+			run: cmdRole,
+		},
+		{
+			name: "replconf", arity: -1, flags: []string{"admin", "noscript", "loading", "stale"},
+			summary: "Options a replica announces to its primary: accepted and ignored (a replica's REPLCONF ACK goes on its link).",
+			group:   groupServer, complexity: "O(1)",
+			args: []arg{{name: "option", typ: "string", optional: true, multiple: true}},
+			run:  cmdReplConf,
+		},
+		{
+			name: "rlsync", arity: 4, flags: []string{"admin", "noscript"},
+			summary: "Internal: a replica asks for the stream from offset under replid (\"?\" -1: a full sync); the connection becomes its link.",
+			group:   groupServer, complexity: "O(n) in the keys for a full sync",
+			args: []arg{
+				{name: "replid", typ: "string"},
+				{name: "offset", typ: "integer"},
+				{name: "listening-port", typ: "integer"},
+			},
+			noMulti: true,
+			run:     cmdRLSync,
+		},
+		{
+			name: "psync", arity: -3, flags: []string{"admin", "noscript"},
+			summary: "Refused: a Redis replica cannot follow rlserver, whose stream is its own (RLSYNC).",
+			group:   groupServer, complexity: "O(1)",
+			args: []arg{{name: "replicationid", typ: "string"}, {name: "offset", typ: "integer"}},
+			run:  cmdPSync,
+		},
+		{
+			name: "sync", arity: 1, flags: []string{"admin", "noscript"},
+			summary: "Refused: a Redis replica cannot follow rlserver, whose stream is its own (RLSYNC).",
+			group:   groupServer, complexity: "O(1)",
+			run: cmdPSync,
+		},
+
+		{
+			name: "subscribe", arity: -2, flags: []string{"pubsub", "noscript", "loading", "stale"},
+			summary: "Receive the messages published on the channels; Sentinels meet on __sentinel__:hello.",
+			group:   groupPubSub, complexity: "O(n) in the channels",
+			args:    []arg{{name: "channel", typ: "string", multiple: true}},
+			noMulti: true,
+			run:     subscribeCmd(false),
+		},
+		{
+			name: "psubscribe", arity: -2, flags: []string{"pubsub", "noscript", "loading", "stale"},
+			summary: "Receive the messages published on the channels matching the glob patterns.",
+			group:   groupPubSub, complexity: "O(n) in the patterns",
+			args:    []arg{{name: "pattern", typ: "pattern", multiple: true}},
+			noMulti: true,
+			run:     subscribeCmd(true),
+		},
+		{
+			name: "unsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"},
+			summary: "Stop receiving the channels' messages; all channels when none is named.",
+			group:   groupPubSub, complexity: "O(n) in the channels",
+			args: []arg{{name: "channel", typ: "string", optional: true, multiple: true}},
+			run:  unsubscribeCmd(false),
+		},
+		{
+			name: "punsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"},
+			summary: "Stop receiving the patterns' messages; all patterns when none is named.",
+			group:   groupPubSub, complexity: "O(n) in the patterns",
+			args: []arg{{name: "pattern", typ: "pattern", optional: true, multiple: true}},
+			run:  unsubscribeCmd(true),
+		},
+		{
+			name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"},
+			summary: "Send a message to the channel's subscribers on this server; answer how many received it.",
+			group:   groupPubSub, complexity: "O(n+m) in the subscribers and the patterns",
+			args: []arg{{name: "channel", typ: "string"}, {name: "message", typ: "string"}},
+			doc: "Messages stay on the server they are published on (replicas do not pass them on): " +
+				"Sentinel publishes on every server it watches. In RESP3 messages and (un)subscribe " +
+				"confirmations are push replies and a subscribed connection may send any command; in " +
+				"RESP2 it may only (un)subscribe, PING, QUIT and RESET, as in Redis.",
+			run: cmdPublish,
+		},
+
+		{
+			name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"},
+			summary: "Start a transaction: the commands that follow are queued until EXEC.",
+			group:   groupTransactions, complexity: "O(1)",
+			tx:  true,
+			run: cmdMulti,
+		},
+		{
+			name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale"},
+			summary: "Run the queued commands, one after the other, and answer their replies in one array.",
+			group:   groupTransactions, complexity: "O(n) in the commands queued",
+			doc: "A command refused when queued (unknown, wrong number of arguments) discards the whole " +
+				"transaction: EXEC answers `EXECABORT`. One that fails when run answers its error in its " +
+				"place, and the others run. Sentinel relies on this to send `SLAVEOF`, `CONFIG REWRITE`, " +
+				"`CLIENT KILL TYPE normal` and `CLIENT KILL TYPE pubsub` in one transaction. Each command " +
+				"is atomic by itself; there is no WATCH.",
+			tx:  true,
+			run: cmdExec,
+		},
+		{
+			name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"},
+			summary: "Drop the queued commands and leave the transaction.",
+			group:   groupTransactions, complexity: "O(n) in the commands queued",
+			tx:  true,
+			run: cmdDiscard,
+		},
 	}
 	commandIndex = make(map[string]*command, len(commands))
 	for _, c := range commands {
 		c.full = c.name
 		c.noAuth = slices.Contains(c.flags, "no-auth")
+		c.write = slices.Contains(c.flags, "write")
+		c.peekable = takesPeek(c.args)
+		c.loadingOK = slices.Contains(c.flags, "loading")
 		c.id, allCommands = len(allCommands), append(allCommands, c)
 		commandIndex[c.name] = c
 		if c.subs == nil {
@@ -807,10 +988,17 @@ func init() {
 		for _, sub := range c.subs {
 			sub.parent = c
 			sub.full = c.name + "|" + sub.name
+			sub.write = slices.Contains(sub.flags, "write")
+			sub.loadingOK = slices.Contains(sub.flags, "loading")
 			sub.id, allCommands = len(allCommands), append(allCommands, sub)
 			c.subIndex[sub.name] = sub
 		}
 	}
+}
+
+// takesPeek reports whether one of args, or of their parts, is the PEEK token.
+func takesPeek(args []arg) bool {
+	return slices.ContainsFunc(args, func(a arg) bool { return a.token == "PEEK" || takesPeek(a.args) })
 }
 
 // lookup finds a command by name, case-insensitively, without allocating: names

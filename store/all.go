@@ -111,9 +111,13 @@ func (s *Store) commitAll(rules []algo.Rule, at []ruleAt, ds []algo.Decision, no
 				for j := range rules { // a new key not created yet is simply not found
 					if !at[j].existed {
 						at[j].shard.drop(rules[j].Key, uint32(at[j].hash>>32), now)
+						s.emit(at[j].shard, rules[j].Key, uint32(at[j].hash>>32), now)
 					}
 				}
 				return err
+			}
+			if d.Write {
+				s.emit(at[i].shard, rule.Key, uint32(at[i].hash>>32), now)
 			}
 			ds[i] = d
 		}

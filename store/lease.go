@@ -42,6 +42,7 @@ func (s *Store) Acquire(key []byte, r algo.LeaseRequest, now int64) (algo.LeaseD
 		if err := sh.writeLeases(key, tag, pos, slot, leases, now); err != nil {
 			return algo.LeaseDecision{}, err
 		}
+		s.emit(sh, key, tag, now)
 		d.ID = bytes.Clone(d.ID)
 	}
 	sh.count(algo.KindLease, d.Acquired)
@@ -84,6 +85,7 @@ func (s *Store) change(key []byte, now int64, f func([]algo.Lease, int64) ([]alg
 		if err := sh.writeLeases(key, tag, pos, slot, leases, now); err != nil {
 			return false, err
 		}
+		s.emit(sh, key, tag, now)
 		sh.changed++
 	}
 	return changed, nil

@@ -188,6 +188,7 @@ type snapshotReader struct {
 	logs    []algo.LogEntry // scratch for checking RL.LOG logs
 	leases  []algo.Lease    // and lease sets,
 	ids     []byte          // with their ids
+	upsert  bool            // a record replaces the key's state (a replica's Applier), not a duplicate
 }
 
 func corrupt(format string, args ...any) error {
@@ -336,8 +337,16 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 	}
 	sh, tag := s.locate(key, now)
 	defer sh.mu.Unlock()
-	if p, _ := sh.get(key, tag, now); p >= 0 {
-		return 0, false, fmt.Errorf("duplicate key %q", key)
+	if p, slot := sh.get(key, tag, now); p >= 0 {
+		if !sr.upsert {
+			return 0, false, fmt.Errorf("duplicate key %q", key)
+		}
+		if e := &sh.slab[slot]; e.kind() == kind && !hasTail(kind) { // a replica's usual update: in place
+			e.a, e.b = a, b
+			sh.wheel.Schedule(slot, deadline)
+			return pos, false, nil
+		}
+		sh.remove(p, slot)
 	}
 	if hasTail(kind) {
 		c := classFor(len(key) + len(tail))

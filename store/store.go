@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/ttl"
@@ -129,6 +130,7 @@ type Store struct {
 	// leaseID draws the number behind a generated lease id: rand.Uint64, which tests
 	// replace with a sequence.
 	leaseID func() uint64
+	backlog atomic.Pointer[Backlog] // replica.go: where a primary's writes go, nil if none
 }
 
 // New returns an empty Store, or an error saying which setting is out of range.
@@ -186,6 +188,9 @@ func (s *Store) Do(key []byte, r algo.Request, now int64) (algo.Decision, error)
 	if err != nil {
 		return algo.Decision{}, err
 	}
+	if d.Write {
+		s.emit(sh, key, tag, now)
+	}
 	sh.count(r.Kind, d.Allowed)
 	return d, nil
 }
@@ -229,6 +234,7 @@ func (s *Store) Delete(key []byte, now int64) bool {
 		return false
 	}
 	sh.remove(pos, slot)
+	s.emit(sh, key, tag, now)
 	return true
 }
 
@@ -339,6 +345,9 @@ func (s *Store) Len(now int64) int {
 
 // Flush removes every key and frees the memory that held them. Counters stay.
 func (s *Store) Flush() {
+	if s.flushLogged() {
+		return
+	}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()

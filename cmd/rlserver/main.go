@@ -80,6 +80,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics on /metrics; empty: off")
 	fs.StringVar(&o.clusterNodes, "cluster-nodes", "", "cluster mode: every node's `host:port` (or host:port@first-last slots), comma-separated, the same list on every node; empty: standalone")
 	fs.IntVar(&o.clusterSelf, "cluster-self", 0, "cluster mode: this node's `index` in -cluster-nodes, from 0")
+	fs.StringVar(&o.cfg.ReplicaOf, "replicaof", "", "start as a replica of the rlserver at `host:port` (REPLICAOF); empty: a primary")
+	fs.StringVar(&o.cfg.MasterAuth, "masterauth", "", "`password` a replica gives its primary (the primary's -requirepass)")
+	fs.Var((*intMemoryFlag)(&o.cfg.ReplBacklogSize), "repl-backlog-size", "`bytes` of recent writes a primary keeps for replicas to continue from after a disconnection (suffixes k, mb, ...)")
+	fs.IntVar(&o.cfg.ReplicaPriority, "replica-priority", 0, "Sentinel's replica `priority`: lower is promoted first; 0: Redis's default, 100; negative: never promoted")
 	fs.TextVar(&o.level, "loglevel", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (any case)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: rlserver [flags]\n\n"+
@@ -186,6 +190,25 @@ func (m *memoryFlag) String() string { return strconv.FormatInt(int64(*m), 10) }
 func (m *memoryFlag) Set(s string) error {
 	n, err := resp.ParseMemory(s)
 	*m = memoryFlag(n)
+	return err
+}
+
+// intMemoryFlag is -repl-backlog-size: a byte count with Redis's suffixes.
+type intMemoryFlag int
+
+func (m *intMemoryFlag) String() string {
+	if *m == 0 {
+		return strconv.Itoa(resp.DefaultReplBacklogSize)
+	}
+	return strconv.Itoa(int(*m))
+}
+
+func (m *intMemoryFlag) Set(s string) error {
+	n, err := resp.ParseMemory(s)
+	if err == nil && (n < 1<<10 || n > 1<<40) {
+		err = fmt.Errorf("must be between 1kb and 1tb, got %d", n)
+	}
+	*m = intMemoryFlag(n)
 	return err
 }
 

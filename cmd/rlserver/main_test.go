@@ -32,6 +32,8 @@ func TestHelpListsEveryFlagWithDefault(t *testing.T) {
 		"-timeout seconds\n", "-proto-max-bulk-len bytes\n", "(default: 536870912)",
 		"-snapshot file\n", "-snapshot-interval duration\n", "(default: 1s)", "-snapshot-ignore-corrupt\n",
 		"-metrics-addr host:port\n", "-cluster-nodes host:port\n", "-cluster-self index\n",
+		"-replicaof host:port\n", "-masterauth password\n", "-repl-backlog-size bytes\n", "(default: 33554432)",
+		"-replica-priority priority\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
@@ -64,6 +66,11 @@ func TestParseFlags(t *testing.T) {
 			options{addr: "127.0.0.1:6380", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 1,
 				level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
 					ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+		{[]string{"-replicaof", "10.0.0.1:6380", "-masterauth", "pw", "-repl-backlog-size", "64mb", "-replica-priority", "10"}, true,
+			options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
+				ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second, ReplicaOf: "10.0.0.1:6380", MasterAuth: "pw",
+				ReplBacklogSize: 64 << 20, ReplicaPriority: 10}}},
+		{[]string{"-repl-backlog-size", "10"}, false, options{}},
 		{[]string{"-cluster-self", "x"}, false, options{}},
 		{[]string{"-snapshot-interval", "1"}, false, options{}},
 		{[]string{"-timeout", "1.5"}, false, options{}},
@@ -98,6 +105,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{addr: "127.0.0.1:0", tlsAddr: "127.0.0.1:0"}, // TLS without a certificate
 		{addr: "127.0.0.1:0", metricsAddr: "not an address"},
 		{addr: "127.0.0.1:0", cfg: resp.Config{SnapshotInterval: -time.Second}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{ReplicaOf: "nohostport"}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{ReplicaOf: "127.0.0.1:0"}},
+		{addr: "127.0.0.1:7000", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", cfg: resp.Config{ReplicaOf: "127.0.0.1:7001"}},
 		{addr: "127.0.0.1:0", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 2},
 		{addr: "127.0.0.1:0", clusterNodes: "127.0.0.1:7000,127.0.0.1"},
 		{addr: "127.0.0.1:0", clusterSelf: 1},
