@@ -101,6 +101,8 @@ func TestReplication(t *testing.T) {
 		run(t, rc, []call{
 			{"TYPE lease", "rl.lease"},
 			{"RL.FIXED f 5 60000", errReadOnly},
+			{"GCRA g 5 10 60", errReadOnly},
+			{"CL.THROTTLE g 5 10 60", errReadOnly},
 			{"RL.ALL FIXED a1 5 60000 TOKEN a2 5 60000", errReadOnly},
 			{"RL.ACQUIRE lease 3 60000", errReadOnly},
 			{"RL.RELEASE lease w1", errReadOnly},
