@@ -170,16 +170,16 @@ func cdfXYs(cdf []cdfPoint) plotter.XYs {
 // memoryPanels is RL.LOG's bytes per user against its limit, both sides, log-log:
 // Redis's sorted set grows with every entry, a straight line of slope 1.
 func memoryPanels(r memoryResult) ([]*plot.Plot, error) {
-	p := newPanel("rl.log memory as the limit grows (log full)", "limit (entries per user)", "bytes per user")
+	p := newPanel("rl.log memory as the limit grows (log full)", "limit (entries per user)", "RSS bytes per user")
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	var redisLua, server plotter.XYs
 	for _, g := range r.LogGrowth {
-		if g.RedisUsed > 0 {
-			redisLua = append(redisLua, plotter.XY{X: float64(g.Limit), Y: g.RedisUsed})
+		if g.RedisRSS > 0 {
+			redisLua = append(redisLua, plotter.XY{X: float64(g.Limit), Y: g.RedisRSS})
 		}
-		if g.ServerStore > 0 {
-			server = append(server, plotter.XY{X: float64(g.Limit), Y: g.ServerStore})
+		if g.ServerRSS > 0 {
+			server = append(server, plotter.XY{X: float64(g.Limit), Y: g.ServerRSS})
 		}
 	}
 	if len(redisLua)+len(server) == 0 {
