@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/ttl"
@@ -160,6 +161,13 @@ func New(cfg Config) (*Store, error) {
 		sh.budget = cfg.MaxMemory / int64(cfg.Shards)
 		sh.noEvict = cfg.Policy == PolicyNoEviction
 	}
+	// The shards' memory is mapped off the Go heap, which the collector does not free:
+	// a Store dropped without Flush gives it back when it is collected.
+	runtime.AddCleanup(s, func(shards []shard) {
+		for i := range shards {
+			shards[i].release()
+		}
+	}, s.shards)
 	return s, nil
 }
 
@@ -360,7 +368,8 @@ func (s *Store) ResetTime() {
 
 // Expire removes the keys whose state is fresh at now from every shard and returns
 // how many it removed. The server calls it from a ticker, so that idle shards' keys
-// go too, and the memory of size classes left empty goes back.
+// go too, and the memory of size classes left empty goes back, and so does all of a
+// shard's memory once its last key has gone.
 func (s *Store) Expire(now int64) int {
 	var n uint64
 	for i := range s.shards {
@@ -370,6 +379,9 @@ func (s *Store) Expire(now int64) int {
 		sh.wheel.Advance(now, sh.onExpire)
 		sh.tick = max(sh.tick, now/1000)
 		sh.chunks.dropIdle()
+		if sh.live == 0 && sh.slab != nil {
+			sh.release()
+		}
 		n += sh.expired - before
 		sh.mu.Unlock()
 	}
