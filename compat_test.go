@@ -52,6 +52,7 @@ var (
 	compatCalls = flag.Int("compat.calls", 10_000, "calls per algorithm in each differential test")
 	compatSeed  = flag.Uint64("compat.seed", 0, "seed of the differential tests; 0 draws one (logged, to replay a failure)")
 	compatUsers = flag.Int("compat.users", 200_000, "users per algorithm in the memory test (RL.LOG: a tenth, 100 entries each)")
+	compatMem   = flag.String("compat.memory", "", "commands the memory test measures, comma-separated (rl.token,rl.fixed); empty: all")
 )
 
 const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -1243,6 +1244,9 @@ func TestMemoryPerUser(t *testing.T) {
 	fmt.Fprintf(&table, "%-12s %10s %10s %8s %8s | %10s %10s %10s\n", "algorithm", "redis rss", "rl rss",
 		"rss/rss", "target", "redis used", "rl store", "rl heap")
 	for _, k := range kinds {
+		if *compatMem != "" && !slices.Contains(strings.Split(*compatMem, ","), k.Command()) {
+			continue
+		}
 		m := measureMemory(t, k)
 		target := memoryTargets[k]
 		if target == 0 {
