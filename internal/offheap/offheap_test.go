@@ -6,8 +6,8 @@ import (
 
 func TestMakeGrowFree(t *testing.T) {
 	before := Bytes()
-	s := Make[uint64](1000)
-	if len(s) != 1000 || cap(s) != 1000 {
+	s := Make[uint64](4000) // 32,000 bytes: mapped
+	if len(s) != 4000 || cap(s) != 4000 {
 		t.Fatalf("Make: len %d cap %d", len(s), cap(s))
 	}
 	for i := range s {
@@ -16,15 +16,15 @@ func TestMakeGrowFree(t *testing.T) {
 		}
 		s[i] = uint64(i)
 	}
-	if got := Bytes() - before; got != 8000 {
-		t.Fatalf("Bytes grew by %d for 1000 uint64s, want 8000", got)
+	if got := Bytes() - before; got != 32000 {
+		t.Fatalf("Bytes grew by %d for 4000 uint64s, want 32000", got)
 	}
-	g := Grow(s[:500], 2000)
-	if len(g) != 500 || cap(g) != 2000 || g[499] != 499 {
+	g := Grow(s[:500], 8000)
+	if len(g) != 500 || cap(g) != 8000 || g[499] != 499 {
 		t.Fatalf("Grow: len %d cap %d last %d", len(g), cap(g), g[499])
 	}
-	if got := Bytes() - before; got != 16000 {
-		t.Fatalf("after Grow %d bytes mapped, want 16000: the old array unmapped", got)
+	if got := Bytes() - before; got != 64000 {
+		t.Fatalf("after Grow %d bytes mapped, want 64000: the old array unmapped", got)
 	}
 	Free(g[:10])
 	if got := Bytes() - before; got != 0 {
@@ -34,6 +34,11 @@ func TestMakeGrowFree(t *testing.T) {
 		t.Fatal("Make(0) is not nil")
 	}
 	Free[uint64](nil)
+	small := Grow(Make[uint64](10), 20) // on the heap, below smallBytes
+	if len(small) != 10 || cap(small) != 20 || Bytes() != before {
+		t.Fatalf("small arrays: len %d cap %d, %d bytes mapped", len(small), cap(small), Bytes()-before)
+	}
+	Free(small)
 }
 
 func TestPageZeroedAfterFree(t *testing.T) {
