@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/offheap"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -423,11 +424,13 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		st := s.store.Stats()
+		used := m.HeapAlloc + uint64(offheap.Bytes()) // the store lives off the Go heap
+		rss := processRSS(m.Sys - m.HeapReleased + uint64(offheap.Bytes()))
 		return [][2]string{
-			{"used_memory", utoa(m.HeapAlloc)},
-			{"used_memory_human", human(m.HeapAlloc)},
-			{"used_memory_rss", utoa(m.Sys - m.HeapReleased)},
-			{"used_memory_rss_human", human(m.Sys - m.HeapReleased)},
+			{"used_memory", utoa(used)},
+			{"used_memory_human", human(used)},
+			{"used_memory_rss", utoa(rss)},
+			{"used_memory_rss_human", human(rss)},
 			{"used_memory_dataset", itoa(st.Bytes)},
 			{"used_memory_dataset_human", human(uint64(st.Bytes))},
 			{"maxmemory", itoa(s.cfg.MaxMemory)},
@@ -587,4 +590,22 @@ func cmdDebug(s *Server, c *client, args [][]byte, _ int64) {
 	s.store.ResetTime() // a test may set the clock back on purpose
 	c.batchOpen = false // the next command of this pipeline reads the new time
 	c.w.WriteString("OK")
+}
+
+// processRSS returns the process's resident set size, as Redis's used_memory_rss
+// does, from /proc/self/statm; guess where there is no /proc.
+func processRSS(guess uint64) uint64 {
+	statm, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return guess
+	}
+	f := strings.Fields(string(statm))
+	if len(f) < 2 {
+		return guess
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return guess
+	}
+	return pages * uint64(os.Getpagesize())
 }

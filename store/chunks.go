@@ -1,23 +1,28 @@
 package store
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/rlserver/rlserver/internal/offheap"
+)
 
 // Key bytes, and an RL.LOG key's log after them, live in fixed-size chunks carved from
 // pages of a size class: 8 to 64 bytes in steps of 8 (so a 16-byte key wastes
-// nothing), then ×1.25 rounded up to 8, ~11% waste on average. Pages are []byte
-// without pointers, so the GC never looks inside them; only the page lists are
-// scanned (one pointer per 16 KiB).
+// nothing), then ×1.25 rounded up to 8, ~11% waste on average. Pages are mapped off
+// the Go heap (offheap.Page, or offheap.Make for a class whose chunk is bigger than a
+// page), so the GC never looks inside them; only the page lists are scanned (one
+// pointer per 16 KiB).
 //
 // A class hands out its lowest free chunk (a bitmap with a summary level finds it in
 // a few word reads), which packs the live chunks at the front; the empty pages at the
 // end are dropped but one (and that one too by dropIdle once the class is empty), and
-// their memory goes back to the Go heap and, through the scavenger, to the OS. That matters for RL.LOG: when users' logs grow together
+// their memory goes back to the OS at once (offheap.FreePage: madvise MADV_DONTNEED). That matters for RL.LOG: when users' logs grow together
 // they all leave a class at about the same time, and a free list alone would keep
 // every class they passed through. An empty page in the middle stays until the pages
 // after it empty.
 
 const (
-	pageBytes = 16 << 10
+	pageBytes = offheap.PageBytes
 	// maxChunk bounds a chunk: a key of up to maxKeyLen bytes plus the longest log
 	// (maxLogLimit entries of at most maxEntryBytes) or lease set (maxLogLimit leases of
 	// at most maxLeaseBytes), 1.7 GB.
@@ -153,7 +158,7 @@ func (cl *class) firstNonEmpty() int {
 // addPage appends a page of free chunks and returns the free-bitmap word of its first.
 func (cl *class) addPage() int {
 	first := len(cl.pages) * cl.perPage
-	cl.pages = append(cl.pages, make([]byte, cl.perPage*cl.size))
+	cl.pages = append(cl.pages, newPage(cl.perPage*cl.size))
 	cl.live = append(cl.live, 0)
 	end := first + cl.perPage
 	for len(cl.free)*64 < end {
@@ -183,7 +188,10 @@ func (cl *class) dropEmptyPages(spare int) {
 	if n == len(cl.pages) {
 		return
 	}
-	clear(cl.pages[n:])
+	for i, p := range cl.pages[n:] {
+		freePage(p)
+		cl.pages[n+i] = nil
+	}
 	cl.pages, cl.live = cl.pages[:n], cl.live[:n]
 	end := n * cl.perPage
 	words := (end + 63) / 64
@@ -200,4 +208,32 @@ func (cl *class) dropEmptyPages(spare int) {
 		}
 	}
 	cl.lowest = min(cl.lowest, words)
+}
+
+// newPage returns a zeroed page of n bytes: a chunk page (n ≤ pageBytes), or the one
+// chunk of a class bigger than that, mapped on its own.
+func newPage(n int) []byte {
+	if n <= pageBytes {
+		return offheap.Page()[:n]
+	}
+	return offheap.Make[byte](n)
+}
+
+// freePage gives back a page from newPage.
+func freePage(p []byte) {
+	if cap(p) == pageBytes {
+		offheap.FreePage(p[:pageBytes])
+	} else {
+		offheap.Free(p)
+	}
+}
+
+// releaseAll gives back every page and empties the allocator.
+func (a *chunks) releaseAll() {
+	for i := range a.classes {
+		for _, p := range a.classes[i].pages {
+			freePage(p)
+		}
+	}
+	*a = chunks{}
 }

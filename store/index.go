@@ -1,5 +1,7 @@
 package store
 
+import "github.com/rlserver/rlserver/internal/offheap"
+
 // index maps a key to its slot: open addressing over uint64 buckets holding
 // slot<<32 | tag, where tag is the top 32 bits of the key's xxh3 hash and 0 means an
 // empty bucket (slot 0 is never used). Linear probing, backward-shift deletion (no
@@ -100,14 +102,23 @@ func (x *index) removeAt(i int) {
 	x.used--
 }
 
+// grow rehashes into a table a quarter longer, mapped off the Go heap, and unmaps
+// the old one at once.
 func (x *index) grow() {
 	old := x.buckets
-	x.buckets = make([]uint64, max(minBuckets, len(old)+len(old)/4))
+	x.buckets = offheap.Make[uint64](max(minBuckets, len(old)+len(old)/4))
 	for _, b := range old {
 		if b != 0 {
 			x.put(b)
 		}
 	}
+	offheap.Free(old)
+}
+
+// release unmaps the table and empties the index.
+func (x *index) release() {
+	offheap.Free(x.buckets)
+	*x = index{}
 }
 
 func (x *index) bytes() int64 { return int64(cap(x.buckets)) * 8 }

@@ -5,12 +5,13 @@ import (
 	"sync"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/offheap"
 	"github.com/rlserver/rlserver/ttl"
 	"github.com/zeebo/xxh3"
 )
 
 // entry is one key's slot in its shard's slab. It holds no pointer, so a slab of
-// millions is one block the GC does not scan.
+// millions can live off the Go heap (internal/offheap), where the GC never sees it.
 type entry struct {
 	a, b  uint64 // the state, packed by codec.go (RL.LOG and leases: see shard.placeTail)
 	chunk uint32 // the chunk with the key's bytes; on a free slot, the next free slot
@@ -127,11 +128,11 @@ func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, c uint8) uint32 
 
 // growSlab grows the slab's capacity by an eighth, exactly: append's rounding left 23%
 // slack at 1M keys over 64 shards (29.6 MB for 24 MB of entries); an eighth averages
-// 6%, for 8 copies of an entry over its life. A new slab starts with slot 0 taken.
+// 6%, for 8 copies of an entry over its life. The slab is mapped off the Go heap
+// (offheap.Grow): the old array is unmapped once copied, and the capacity not yet
+// used is not resident. A new slab starts with slot 0 taken.
 func (sh *shard) growSlab() {
-	slab := make([]entry, max(1, len(sh.slab)), max(64, cap(sh.slab)+cap(sh.slab)/8))
-	copy(slab, sh.slab)
-	sh.slab = slab
+	sh.slab = offheap.Grow(sh.slab, max(64, cap(sh.slab)+cap(sh.slab)/8))[:max(1, len(sh.slab))]
 }
 
 // remove deletes the key at index position pos and slot.
@@ -253,17 +254,26 @@ func (sh *shard) placeTail(key []byte, tag uint32, pos int, slot uint32, kind al
 
 // reset empties the shard and lets go of its memory; the counters stay.
 func (sh *shard) reset() {
-	sh.index = index{}
-	sh.slab = nil
-	sh.freeSlot = 0
-	sh.live = 0
-	sh.chunks = chunks{}
-	sh.wheel = ttl.Wheel{}
+	sh.release()
 	sh.tick = 0
 	sh.latest = 0
 	sh.logs = nil
 	sh.leaseScratch = nil
 	sh.leaseIDs = nil
+}
+
+// release unmaps the arrays and pages of a shard and empties it: called by reset,
+// and by Expire on a shard whose last key has gone, so that the memory of keys that
+// all went goes back to the OS (the slab, index and wheel otherwise keep their
+// largest size). The times and scratch buffers stay.
+func (sh *shard) release() {
+	sh.index.release()
+	offheap.Free(sh.slab)
+	sh.slab = nil
+	sh.freeSlot = 0
+	sh.live = 0
+	sh.chunks.releaseAll()
+	sh.wheel.Release()
 }
 
 // bytes is the memory the shard holds for its keys.

@@ -14,16 +14,25 @@
 // has passed as absent right away, and the wheel removes it within a millisecond of
 // activity on its shard, or at the next Expire.
 //
-// What a key costs, measured at 1M keys with 16-byte names (BenchmarkBytesPerKey;
-// Stats.Bytes; the Go heap after a GC is 1-2% more, the process's RSS 3-6%):
+// All of that memory is mapped off the Go heap (internal/offheap): the collector never
+// scans it, no GOGC headroom doubles it, an array that grows is unmapped as soon as it
+// is copied, and capacity not yet used is not resident. Users measure RSS, and before
+// this the store's 70 B a key cost them 130-150 B.
 //
-//	slab entry   25.5 B  two state words, chunk number, kind and key length: 24 B + growth slack
-//	key chunk    16.9 B  the key in a 16-byte class, pages and bitmaps
+// What a key costs, 1M keys with 13-byte names as users load them (TestMemoryPerUser
+// -compat.users 1000000: RSS growth of a fresh rlserver, no purge; Stats.Bytes 69.1 B;
+// BenchmarkBytesPerKey, 16-byte names: 69.1 B accounted, 67.7 B RSS):
+//
+//	slab entry   24   B  two state words, chunk number, kind and key length
+//	key chunk    16.1 B  the key in a 16-byte class, and its bit in the page bitmaps
 //	index         9.6 B  one 8-byte bucket at load 0.68-0.85 (map[uint64]uint32: 36 B)
-//	wheel        17.1 B  deadline and two links: 16 B + growth slack
-//	total          69 B  for every kind but RL.LOG and leases; Redis 7 through Lua: 122-159 B
-//	RL.LOG        406 B  at 100 entries 600 ms apart: key and 298-byte log in a 352-byte chunk
-//	leases        262 B  at 10 leases taken 10 ms apart with generated ids, 26 B a lease:
+//	wheel        16   B  deadline (int64 µs) and next and prev links (uint32)
+//	the rest      2-5 B  capacity counted by Stats.Bytes but never touched (-2), and the
+//	                     Go heap the server's buffers grew to while loading (+4 MB)
+//	total      71-72 B  RSS for every kind but RL.LOG and leases; Redis 7 through Lua: 149 B
+//	RL.LOG       558 B  RSS at 100 entries 30 s apart (509 B in the store: a 4-byte varint an
+//	                     entry, the key, rounded to a class); Redis's sorted set: 3,235 B
+//	leases       262 B  at 10 leases taken 10 ms apart with generated ids, 26 B a lease:
 //	                     10.9 B each encoded (leasecodec.go), the rest the key's own
 //	                     cost and chunk rounding; 32 B a lease at 100 a key
 //	                     (BenchmarkBytesPerLease). Redis 7's sorted set of the Lua
@@ -34,15 +43,19 @@
 // class and the encoded length. A lease key's wheel deadline is its last lease's, so a
 // lease never released ends by itself and the key goes with its last lease.
 //
-// The floor of this layout is the key, the state and an exact deadline, 40 B; links,
-// index and key reference add 29. A Go map[string]*state costs about the same, 77 B,
-// but is 20M pointers at 10M keys: a full GC marks it in 2.1 s, against 9-12 ms for
-// the store (BenchmarkGC10M; the stop-the-world pauses are ~0.2 ms for both).
+// The floor of this layout is the key, the state and an exact deadline, 37 B at 13-byte
+// keys; the slab's chunk reference, the key's rounding, the index and the wheel's links
+// add 29. Going below means another layout: records per kind with short keys inline,
+// the index's open addressing over the records themselves, and a wheel without two
+// links a key. A Go map[string]*state costs about the same as the store's accounted
+// bytes, 77 B, but is 20M pointers at 10M keys: a full GC marks it in 2.1 s, against
+// 9-12 ms for the store (BenchmarkGC10M; the stop-the-world pauses are ~0.2 ms for both).
 //
-// Memory is reused, not returned, with two exceptions: key, log and lease chunks are
-// carved from 16 KiB pages, and the empty pages at the end of a size class go back to
-// the Go heap (and from there to the OS); Flush drops everything. The slab, the index and the
-// wheel's arrays keep their largest size, and freed slots and buckets are reused.
+// Memory is reused, and given back in three ways: key, log and lease chunks are carved
+// from 16 KiB pages, and the empty pages at the end of a size class go back to the OS
+// (madvise MADV_DONTNEED); a shard whose last key has gone unmaps its slab, index and
+// wheel at the next Expire; Flush unmaps everything. Otherwise the slab, the index and
+// the wheel's arrays keep their largest size, and freed slots and buckets are reused.
 //
 // All times are µs since the Unix epoch, passed in by the caller.
 package store
@@ -52,6 +65,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/rlserver/rlserver/algo"
@@ -162,6 +176,13 @@ func New(cfg Config) (*Store, error) {
 		sh.budget = cfg.MaxMemory / int64(cfg.Shards)
 		sh.noEvict = cfg.Policy == PolicyNoEviction
 	}
+	// The shards' memory is mapped off the Go heap, which the collector does not free:
+	// a Store dropped without Flush gives it back when it is collected.
+	runtime.AddCleanup(s, func(shards []shard) {
+		for i := range shards {
+			shards[i].release()
+		}
+	}, s.shards)
 	return s, nil
 }
 
@@ -369,7 +390,8 @@ func (s *Store) ResetTime() {
 
 // Expire removes the keys whose state is fresh at now from every shard and returns
 // how many it removed. The server calls it from a ticker, so that idle shards' keys
-// go too, and the memory of size classes left empty goes back.
+// go too, and the memory of size classes left empty goes back, and so does all of a
+// shard's memory once its last key has gone.
 func (s *Store) Expire(now int64) int {
 	var n uint64
 	for i := range s.shards {
@@ -379,6 +401,9 @@ func (s *Store) Expire(now int64) int {
 		sh.wheel.Advance(now, sh.onExpire)
 		sh.tick = max(sh.tick, now/1000)
 		sh.chunks.dropIdle()
+		if sh.live == 0 && sh.slab != nil {
+			sh.release()
+		}
 		n += sh.expired - before
 		sh.mu.Unlock()
 	}

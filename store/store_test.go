@@ -497,6 +497,38 @@ func TestFlush(t *testing.T) {
 	}
 }
 
+// TestExpireReleasesEmptyShards checks that memory follows the keys down: once every
+// key has become fresh, Expire gives back each shard's slab, index, wheel and pages, and
+// the shards work again after.
+func TestExpireReleasesEmptyShards(t *testing.T) {
+	s := newStore(t, Config{})
+	empty := s.Stats().Bytes
+	var buf [16]byte
+	for i := range 20_000 {
+		if _, err := s.Do(key16(&buf, i), request(algo.KindFixed, 10, sec), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Keys != 20_000 || st.Bytes < 20_000*50 {
+		t.Fatalf("loaded: %d keys, %d bytes", st.Keys, st.Bytes)
+	}
+	later := t0 + 2*sec // every window has ended
+	if n := s.Expire(later); n != 20_000 {
+		t.Fatalf("Expire removed %d keys, want 20000", n)
+	}
+	if got := s.Stats().Bytes; got != empty {
+		t.Fatalf("Stats.Bytes after every key went: %d, want %d (empty)", got, empty)
+	}
+	for i := range 1000 {
+		if d, err := s.Do(key16(&buf, i), request(algo.KindFixed, 10, sec), later); err != nil || d.Remaining != 9 {
+			t.Fatalf("key %d after release: %+v, %v", i, d, err)
+		}
+	}
+	if n := s.Len(later); n != 1000 {
+		t.Fatalf("Len = %d after 1000 new keys", n)
+	}
+}
+
 // scanAll runs a whole scan and returns its keys as strings.
 func scanAll(s *Store, count int, match string, kind algo.Kind, now int64) []string {
 	var pattern []byte

@@ -4,7 +4,8 @@
 // ids whose deadline has passed. It is built for the store's shards: ids are slot
 // indexes, and the wheel keeps its links and deadlines in parallel slices indexed by
 // id ("index arrays"), so there is no goroutine, timer, heap object or map entry per
-// id, and the garbage collector never scans them (the slices hold no pointers).
+// id. The arrays are mapped outside the Go heap (internal/offheap): the garbage
+// collector never sees them, and Release gives them back.
 // Schedule, Cancel and Deadline are O(1). A Wheel does no locking: its owner does.
 //
 // Parallel slices beat one slice of 16-byte {next, prev, deadline} records here, though
@@ -19,7 +20,11 @@
 // comes due. Each bucket is a doubly linked list threaded through the index arrays.
 package ttl
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rlserver/rlserver/internal/offheap"
+)
 
 const (
 	slotBits   = 6
@@ -198,10 +203,20 @@ func (w *Wheel) unlink(id uint32) {
 	w.next[id], w.prev[id] = 0, 0
 }
 
+// Release unschedules every id and unmaps the index arrays: the wheel is a zero
+// Wheel again. A Wheel that is dropped without Release keeps its arrays mapped.
+func (w *Wheel) Release() {
+	offheap.Free(w.next)
+	offheap.Free(w.prev)
+	offheap.Free(w.deadline)
+	*w = Wheel{}
+}
+
 // grow makes the index arrays at least n long. They grow by an eighth, to exactly
 // that capacity: append's own rounding had left 1M ids spread over 64 wheels with 48%
 // slack (23.7 MB for 16 MB); an eighth leaves 6% on average, for 8 copies of an id
-// over its life, amortized O(1).
+// over its life, amortized O(1). The arrays are mapped (offheap.Grow): the old ones are
+// unmapped once copied, and the capacity past the highest id scheduled is not resident.
 func (w *Wheel) grow(n int) {
 	n = max(n, len(w.next)+len(w.next)/8, 64)
 	w.next = resize(w.next, n)
@@ -211,9 +226,7 @@ func (w *Wheel) grow(n int) {
 
 func resize[T uint32 | int64](s []T, n int) []T {
 	if n > cap(s) {
-		grown := make([]T, len(s), n)
-		copy(grown, s)
-		s = grown
+		s = offheap.Grow(s, n)
 	}
 	return s[:n]
 }

@@ -168,9 +168,12 @@ func cdfXYs(cdf []cdfPoint) plotter.XYs {
 }
 
 // memoryPanels is RL.LOG's bytes per user against its limit, both sides, log-log:
-// Redis's sorted set grows with every entry, a straight line of slope 1.
+// Redis's sorted set grows with every entry, a straight line of slope 1. It plots
+// Redis's used_memory and rlserver's store rather than RSS: the series fills fewer
+// users the longer the logs (20 at 10,000 entries), and a few MB that any process's
+// RSS grows by while serving would swamp their share.
 func memoryPanels(r memoryResult) ([]*plot.Plot, error) {
-	p := newPanel("rl.log memory as the limit grows (log full)", "limit (entries per user)", "bytes per user")
+	p := newPanel("rl.log memory as the limit grows (log full)", "limit (entries per user)", "bytes per user (used, store)")
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	var redisLua, server plotter.XYs

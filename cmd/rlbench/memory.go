@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -29,15 +30,18 @@ type memoryResult struct {
 	LogGrowth []logGrowthRow `json:"log_growth"`
 }
 
-// memoryRow is one algorithm's bytes per user: Redis's used_memory, rlserver's
-// store (used_memory_dataset) and heap (used_memory: Go's live heap after a GC,
-// which for an in-process rlserver (-start) counts rlbench's own allocations too).
+// memoryRow is one algorithm's bytes per user. The headline is RSS growth, no
+// purge (INFO used_memory_rss: the process's RSS on both sides); beside it Redis's
+// used_memory, rlserver's store (used_memory_dataset, what -maxmemory bounds) and
+// used_memory (Go heap plus the store's off-heap mappings).
 type memoryRow struct {
 	Algorithm   string  `json:"algorithm"`
 	Users       int     `json:"users"`
+	RedisRSS    float64 `json:"redis_rss"`
+	ServerRSS   float64 `json:"rlserver_rss"`
 	RedisUsed   float64 `json:"redis_used"`
 	ServerStore float64 `json:"rlserver_dataset"`
-	ServerHeap  float64 `json:"rlserver_heap"`
+	ServerHeap  float64 `json:"rlserver_used"`
 	Lesson      string  `json:"lesson"`
 }
 
@@ -45,15 +49,22 @@ type memoryRow struct {
 type logGrowthRow struct {
 	Limit       int     `json:"limit"`
 	Users       int     `json:"users"`
+	RedisRSS    float64 `json:"redis_rss"`
+	ServerRSS   float64 `json:"rlserver_rss"`
 	RedisUsed   float64 `json:"redis_used"`
 	ServerStore float64 `json:"rlserver_dataset"`
 }
 
 // runMemory builds the same state for many users on both sides, one algorithm at
-// a time on emptied servers, and reports the memory per user. Every algorithm
-// takes one call per user (limit 10 per hour); the log takes 100 entries for a
-// tenth of the users (limit 100 per hour), then the log-growth series fills logs
-// of 10 to 10,000 entries.
+// a time, and reports the memory per user as a user measures it: the growth of each
+// server's RSS, a second after loading, with no MEMORY PURGE. With -start every row
+// gets a fresh redis-server and a fresh rlserver process (default flags but
+// -enable-debug-command; -rlserver-bin, or go build); with -redis and -rlserver the
+// given servers are emptied (FLUSHALL) between rows, and a Redis whose allocator kept
+// the pages of an earlier row grows less than a fresh one would. Every algorithm
+// takes one call per user (limit 10 per hour) on keys user:%08d; the log takes 100
+// entries for a tenth of the users (limit 100 per hour), then the log-growth series
+// fills logs of 10 to 10,000 entries.
 //
 // Filling a log through real calls would take O(limit²) on Redis (the script
 // reads the whole set per call) and merge calls that land in the same µs, so
@@ -62,12 +73,17 @@ type logGrowthRow struct {
 // DEBUG CLOCK SET: rlserver must run with -enable-debug-command (-start does).
 func runMemory(ctx context.Context, cfg config, e *env, w io.Writer) (any, error) {
 	res := memoryResult{Users: cfg.users}
+	fresh, cleanup, err := freshServers(ctx, cfg, e)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
 	for _, k := range kinds {
 		users, limit := cfg.users, 10
 		if k == algo.KindLog {
 			users, limit = cfg.users/10, 100
 		}
-		bytes, err := measure(ctx, e, users, func(tg target, done func(int)) error {
+		bytes, err := measure(ctx, fresh, users, func(tg target, done func(int)) error {
 			if k == algo.KindLog {
 				return fillLogs(ctx, tg, users, limit, done)
 			}
@@ -76,8 +92,8 @@ func runMemory(ctx context.Context, cfg config, e *env, w io.Writer) (any, error
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k.Command(), err)
 		}
-		row := memoryRow{Algorithm: k.Command(), Users: users, RedisUsed: bytes.redisUsed,
-			ServerStore: bytes.serverStore, ServerHeap: bytes.serverHeap, Lesson: "-"}
+		row := memoryRow{Algorithm: k.Command(), Users: users, RedisRSS: bytes.redisRSS, ServerRSS: bytes.serverRSS,
+			RedisUsed: bytes.redisUsed, ServerStore: bytes.serverStore, ServerHeap: bytes.serverHeap, Lesson: "-"}
 		if s, ok := memoryLesson[k]; ok {
 			row.Lesson = s
 		}
@@ -85,25 +101,30 @@ func runMemory(ctx context.Context, cfg config, e *env, w io.Writer) (any, error
 	}
 	for _, limit := range logLimits {
 		users := max(1, cfg.logCalls/limit)
-		bytes, err := measure(ctx, e, users, func(tg target, done func(int)) error {
+		bytes, err := measure(ctx, fresh, users, func(tg target, done func(int)) error {
 			return fillLogs(ctx, tg, users, limit, done)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rl.log limit %d: %w", limit, err)
 		}
-		res.LogGrowth = append(res.LogGrowth, logGrowthRow{limit, users, bytes.redisUsed, bytes.serverStore})
+		res.LogGrowth = append(res.LogGrowth, logGrowthRow{limit, users, bytes.redisRSS, bytes.serverRSS,
+			bytes.redisUsed, bytes.serverStore})
 	}
 
-	fmt.Fprintf(w, "bytes per user (Redis INFO used_memory; rlserver INFO used_memory_dataset, its store, and used_memory, its heap):\n")
-	t := newTable("algorithm", "users", "redis+lua", "rlserver store", "rlserver heap", "lesson (redis)")
+	fmt.Fprintf(w, "bytes per user: RSS growth, no purge (INFO used_memory_rss); beside it Redis's used_memory, "+
+		"rlserver's store (used_memory_dataset) and used_memory (Go heap + store):\n")
+	t := newTable("algorithm", "users", "redis+lua rss", "rlserver rss", "rss/rss", "redis used", "rlserver store",
+		"rlserver used", "lesson (redis)")
 	for _, r := range res.Rows {
-		t.row(r.Algorithm, strconv.Itoa(r.Users), perUser(r.RedisUsed), perUser(r.ServerStore), perUser(r.ServerHeap), r.Lesson)
+		t.row(r.Algorithm, strconv.Itoa(r.Users), perUser(r.RedisRSS), perUser(r.ServerRSS), ratio(r.ServerRSS, r.RedisRSS),
+			perUser(r.RedisUsed), perUser(r.ServerStore), perUser(r.ServerHeap), r.Lesson)
 	}
 	t.write(w)
 	fmt.Fprintf(w, "\nrl.log bytes per user, the log full at limit entries (lesson: grows ~100x from 100 to 10,000 on Redis):\n")
-	t = newTable("limit", "users", "redis+lua", "rlserver store")
+	t = newTable("limit", "users", "redis+lua rss", "rlserver rss", "redis used", "rlserver store")
 	for _, r := range res.LogGrowth {
-		t.row(strconv.Itoa(r.Limit), strconv.Itoa(r.Users), perUser(r.RedisUsed), perUser(r.ServerStore))
+		t.row(strconv.Itoa(r.Limit), strconv.Itoa(r.Users), perUser(r.RedisRSS), perUser(r.ServerRSS),
+			perUser(r.RedisUsed), perUser(r.ServerStore))
 	}
 	t.write(w)
 	return res, nil
@@ -116,6 +137,14 @@ func perUser(b float64) string {
 	return strconv.FormatFloat(b, 'f', 1, 64)
 }
 
+// ratio is a/b to two places, "-" where a side is absent.
+func ratio(a, b float64) string {
+	if a < 0 || b <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64)
+}
+
 // keyed is the words of a call for user i, its key "user:<i>" in place of the
 // empty one; the slice is reused from call to call, as bulk allows.
 func keyed(words []string, script bool) func(i int) []string {
@@ -124,32 +153,92 @@ func keyed(words []string, script bool) func(i int) []string {
 		at = 3 // EVALSHA sha 1 key
 	}
 	return func(i int) []string {
-		words[at] = "user:" + strconv.Itoa(i)
+		words[at] = memoryKey(i)
 		return words
 	}
 }
 
-// bytesPerUser is one load's memory per user on each side; -1 where absent.
-type bytesPerUser struct{ redisUsed, serverStore, serverHeap float64 }
+// memoryKey is user i's key, 13 bytes as in issue 13's measurement.
+func memoryKey(i int) string { return fmt.Sprintf("user:%08d", i) }
 
-// measure empties every side, loads it with load, checks it holds users keys,
-// and returns the memory per user the load added.
-func measure(ctx context.Context, e *env, users int, load func(tg target, done func(int)) error) (bytesPerUser, error) {
-	out := bytesPerUser{-1, -1, -1}
-	for _, tg := range e.targets {
-		if err := tg.client.FlushAll(ctx).Err(); err != nil {
-			return out, fmt.Errorf("%s: FLUSHALL: %w", tg.name, err)
+// bytesPerUser is one load's memory per user on each side; -1 where absent.
+type bytesPerUser struct{ redisRSS, serverRSS, redisUsed, serverStore, serverHeap float64 }
+
+// freshServers returns what measure loads for each row: with -start, a function that
+// starts a fresh redis-server and rlserver process and returns them (to be closed
+// after the row); otherwise e itself, emptied first. cleanup removes what it made.
+func freshServers(ctx context.Context, cfg config, e *env) (func() (*env, error), func(), error) {
+	if !cfg.start {
+		return func() (*env, error) {
+			for _, tg := range e.targets {
+				if err := tg.client.FlushAll(ctx).Err(); err != nil {
+					return nil, fmt.Errorf("%s: FLUSHALL: %w", tg.name, err)
+				}
+			}
+			return &env{targets: e.targets}, nil
+		}, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "rlbench-memory-")
+	if err != nil {
+		return nil, nil, err
+	}
+	bin := cfg.rlserverBin
+	if bin == "" {
+		if bin, err = buildRLServer(ctx, dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, err
 		}
-		before, err := memoryOf(ctx, tg.client)
+	}
+	return func() (*env, error) {
+		raddr, stopRedis, err := startRedis()
 		if err != nil {
+			return nil, err
+		}
+		var s stopper
+		s.add(stopRedis)
+		addrs, err := freeAddrs(1)
+		if err == nil {
+			err = startProcess(ctx, dir, "rlserver", addrs[0], &s, bin, "-addr", addrs[0], "-enable-debug-command", "-loglevel", "WARN")
+		}
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		fresh, err := connect(ctx, config{redis: raddr, rlserver: addrs[0]})
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		fresh.stops = append(fresh.stops, s.stop)
+		return fresh, nil
+	}, func() { os.RemoveAll(dir) }, nil
+}
+
+// measure gets servers from fresh, loads each side with load, waits a second, checks
+// it holds users keys, and returns the memory per user the load added.
+func measure(ctx context.Context, fresh func() (*env, error), users int, load func(tg target, done func(int)) error) (bytesPerUser, error) {
+	out := bytesPerUser{-1, -1, -1, -1, -1}
+	e, err := fresh()
+	if err != nil {
+		return out, err
+	}
+	defer e.close()
+	before := map[string]usage{}
+	for _, tg := range e.targets {
+		if before[tg.name], err = memoryOf(ctx, tg.client); err != nil {
 			return out, fmt.Errorf("%s: %w", tg.name, err)
 		}
+	}
+	for _, tg := range e.targets {
 		bar := newProgress(users, tg.name)
-		err = load(tg, bar.add)
+		err := load(tg, bar.add)
 		bar.done()
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", tg.name, err)
 		}
+	}
+	time.Sleep(time.Second) // as a user would: let both settle before reading RSS
+	for _, tg := range e.targets {
 		after, err := memoryOf(ctx, tg.client)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", tg.name, err)
@@ -157,15 +246,14 @@ func measure(ctx context.Context, e *env, users int, load func(tg target, done f
 		if n, err := tg.client.DBSize(ctx).Result(); err != nil || n != int64(users) {
 			return out, fmt.Errorf("%s: DBSIZE %d, %v after loading %d users", tg.name, n, err, users)
 		}
-		n := float64(users)
+		b, n := before[tg.name], float64(users)
 		if tg.script {
-			out.redisUsed = float64(after.used-before.used) / n
+			out.redisRSS = float64(after.rss-b.rss) / n
+			out.redisUsed = float64(after.used-b.used) / n
 		} else {
-			out.serverStore = float64(after.dataset-before.dataset) / n
-			out.serverHeap = float64(after.used-before.used) / n
-		}
-		if err := tg.client.FlushAll(ctx).Err(); err != nil {
-			return out, err
+			out.serverRSS = float64(after.rss-b.rss) / n
+			out.serverStore = float64(after.dataset-b.dataset) / n
+			out.serverHeap = float64(after.used-b.used) / n
 		}
 	}
 	return out, nil
@@ -184,7 +272,7 @@ func fillLogs(ctx context.Context, tg target, users, limit int, done func(int)) 
 		}
 		expire := []string{"PEXPIREAT", "", strconv.FormatInt((base+int64(limit-1)*gap)/1000+windowMs, 10)}
 		return lab.Bulk(ctx, tg.addr, 2*users, func(i int) []string {
-			key := "user:" + strconv.Itoa(i/2)
+			key := memoryKey(i / 2)
 			if i%2 == 1 {
 				expire[1] = key
 				return expire
@@ -210,15 +298,12 @@ func fillLogs(ctx context.Context, tg target, users, limit int, done func(int)) 
 	return nil
 }
 
-// usage is a server's INFO memory: used_memory and used_memory_dataset.
-type usage struct{ used, dataset int64 }
+// usage is a server's INFO memory: used_memory, used_memory_dataset and
+// used_memory_rss.
+type usage struct{ used, dataset, rss int64 }
 
-// memoryOf reads c's memory after a MEMORY PURGE: Redis gives its allocator's free
-// pages back, rlserver collects Go's garbage, so that used_memory counts live data.
+// memoryOf reads c's memory as it is: no MEMORY PURGE, which a user would not run.
 func memoryOf(ctx context.Context, c *redis.Client) (usage, error) {
-	if err := c.Do(ctx, "MEMORY", "PURGE").Err(); err != nil {
-		return usage{}, fmt.Errorf("MEMORY PURGE: %w", err)
-	}
 	info, err := c.Info(ctx, "memory").Result()
 	if err != nil {
 		return usage{}, fmt.Errorf("INFO memory: %w", err)
@@ -230,7 +315,7 @@ func memoryOf(ctx context.Context, c *redis.Client) (usage, error) {
 			fields[k] = n
 		}
 	}
-	u, ok := usage{fields["used_memory"], fields["used_memory_dataset"]}, fields["used_memory"] > 0
+	u, ok := usage{fields["used_memory"], fields["used_memory_dataset"], fields["used_memory_rss"]}, fields["used_memory"] > 0
 	if !ok {
 		return u, errors.New("INFO memory has no used_memory")
 	}

@@ -74,10 +74,10 @@ func (r nonatomicResult) headline() summaryRow {
 }
 
 func (r memoryResult) headline() summaryRow {
-	row := summaryRow{"memory", "rl.log bytes per user, 100 entries (rlserver: its store)", "-", "-", "1,499"}
+	row := summaryRow{"memory", "rl.log bytes per user, 100 entries (RSS growth, no purge)", "-", "-", "1,499"}
 	for _, a := range r.Rows {
 		if a.Algorithm == "rl.log" {
-			row.redisLua, row.rlserver = perUser(a.RedisUsed), perUser(a.ServerStore)
+			row.redisLua, row.rlserver = perUser(a.RedisRSS), perUser(a.ServerRSS)
 		}
 	}
 	return row

@@ -164,6 +164,9 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 		go hs.Serve(mln)
 		defer hs.Close()
 	}
+	heapCtx, stopHeap := context.WithCancel(ctx)
+	defer stopHeap()
+	go returnHeap(heapCtx)
 	return serve(ctx, srv, ln, logger)
 }
 

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -137,4 +139,24 @@ func FreeClusterPort() (int, error) {
 		return port, nil
 	}
 	return 0, errors.New("no free port pair for a Redis Cluster node")
+}
+
+// RSS returns the resident set size of process pid in bytes, VmRSS in
+// /proc/<pid>/status: what the OS charges the process, and what the memory
+// experiments report per user (Linux only).
+func RSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("RSS of process %d: %w", pid, err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("RSS of process %d: %q: %w", pid, line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("RSS of process %d: no VmRSS in /proc/%d/status", pid, pid)
 }
