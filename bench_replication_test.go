@@ -131,7 +131,7 @@ func probeLag(tb testing.TB, set *haSet, stop <-chan struct{}) []time.Duration {
 		case <-time.After(50 * time.Millisecond):
 		}
 		key := fmt.Sprintf("probe:%d:%d", time.Now().UnixNano(), i)
-		if set.primary.rdb.Do(ctx, "RL.FIXED", key, 5, 60000).Err() != nil {
+		if set.primary.rdb.Do(ctx, "RL.FIXED", key, 5, 86400000).Err() != nil {
 			continue
 		}
 		begin := time.Now()

@@ -87,7 +87,7 @@ func TestReplication(t *testing.T) {
 		}
 	}
 	for _, cmd := range []string{
-		"RL.FIXED f 5 60000", "RL.LOG l 5 60000", "RL.ALL FIXED a1 5 60000 TOKEN a2 5 60000",
+		"RL.FIXED f 5 86400000", "RL.LOG l 5 60000", "RL.ALL FIXED a1 5 86400000 TOKEN a2 5 60000",
 		"RL.ACQUIRE lease 3 60000 ID w1", "RL.RESET token:0", "DEL token:1",
 	} {
 		if got := do(pc, cmd); strings.HasPrefix(got, "ERR") {
@@ -100,10 +100,10 @@ func TestReplication(t *testing.T) {
 		})
 		run(t, rc, []call{
 			{"TYPE lease", "rl.lease"},
-			{"RL.FIXED f 5 60000", errReadOnly},
+			{"RL.FIXED f 5 86400000", errReadOnly},
 			{"GCRA g 5 10 60", errReadOnly},
 			{"CL.THROTTLE g 5 10 60", errReadOnly},
-			{"RL.ALL FIXED a1 5 60000 TOKEN a2 5 60000", errReadOnly},
+			{"RL.ALL FIXED a1 5 86400000 TOKEN a2 5 60000", errReadOnly},
 			{"RL.ACQUIRE lease 3 60000", errReadOnly},
 			{"RL.RELEASE lease w1", errReadOnly},
 			{"DEL f", errReadOnly},
@@ -111,10 +111,10 @@ func TestReplication(t *testing.T) {
 			{"DBSIZE", "8"},
 			{"EXISTS f", "1"},
 		})
-		if got := do(rc, "RL.FIXED f 5 60000 PEEK"); !strings.HasPrefix(got, "[1 5 3 0 ") { // PEEK answers as if it took one
+		if got := do(rc, "RL.FIXED f 5 86400000 PEEK"); !strings.HasPrefix(got, "[1 5 3 0 ") { // PEEK answers as if it took one
 			t.Errorf("RL.FIXED ... PEEK on a replica = %s", got)
 		}
-		if got := do(rc, "RL.ALL FIXED a1 5 60000 TOKEN a2 5 60000 PEEK"); !strings.HasPrefix(got, "[1 ") {
+		if got := do(rc, "RL.ALL FIXED a1 5 86400000 TOKEN a2 5 60000 PEEK"); !strings.HasPrefix(got, "[1 ") {
 			t.Errorf("RL.ALL ... PEEK on a replica = %s", got)
 		}
 		if got := do(rc, "HELLO 3"); !strings.Contains(got, "role:replica") {
@@ -151,14 +151,14 @@ func TestReplication(t *testing.T) {
 
 	// A flush on the primary empties the replicas.
 	do(pc, "FLUSHALL")
-	do(pc, "RL.FIXED after 5 60000")
+	do(pc, "RL.FIXED after 5 86400000")
 	for _, rc := range []*redis.Client{c1, c2} {
 		waitFor(t, "the flush on a replica", func() bool { return do(rc, "DBSIZE") == "1" })
 	}
 
 	// Promotion: r1 becomes a primary, r2 follows it.
 	run(t, c1, []call{{"REPLICAOF NO ONE", "OK"}})
-	if got := do(c1, "RL.FIXED promoted 5 60000"); !strings.HasPrefix(got, "[1 5 4 0 ") {
+	if got := do(c1, "RL.FIXED promoted 5 86400000"); !strings.HasPrefix(got, "[1 5 4 0 ") {
 		t.Errorf("a write on the promoted replica = %s", got)
 	}
 	if got := replInfo(t, c1, "role"); got != "master" {
@@ -251,7 +251,7 @@ func TestReplicaResync(t *testing.T) {
 	r := startServer(t, Config{ReplicaOf: px.ln.Addr().String()})
 	pc, rc := p.client(t, 3), r.client(t, 3)
 	waitLinkUp(t, rc)
-	do(pc, "RL.FIXED before 5 60000")
+	do(pc, "RL.FIXED before 5 86400000")
 	waitFor(t, "before", func() bool { return do(rc, "EXISTS before") == "1" })
 
 	px.cut()
@@ -296,7 +296,7 @@ func TestReplicaResync(t *testing.T) {
 	if got := do(rc, "CLIENT KILL TYPE master"); got != "1" {
 		t.Errorf("CLIENT KILL TYPE master = %s", got)
 	}
-	do(pc, "RL.FIXED killed 5 60000")
+	do(pc, "RL.FIXED killed 5 86400000")
 	waitFor(t, "the write after the kill", func() bool { return do(rc, "EXISTS killed") == "1" })
 	waitFor(t, "a second partial resync", func() bool { return replInfo(t, pc, "sync_partial_ok") == "2" })
 }
@@ -315,7 +315,7 @@ func TestReplicaEqualsPrimaryRandom(t *testing.T) {
 		key := "k" + strconv.Itoa(k)
 		switch k % 7 {
 		case 0:
-			return []any{"RL.FIXED", key, 20, 60000}
+			return []any{"RL.FIXED", key, 20, 86400000}
 		case 1:
 			return []any{"RL.SLIDE", key, 20, 60000}
 		case 2:
@@ -486,7 +486,7 @@ func TestReplicaFaults(t *testing.T) {
 			var logs lockedBuffer
 			r := startServer(t, Config{Logger: logTo(&logs), EnableDebugCommand: true})
 			rc := r.client(t, 3)
-			do(rc, "RL.FIXED mine 5 60000")
+			do(rc, "RL.FIXED mine 5 86400000")
 			if got := do(rc, "REPLICAOF "+strings.Replace(tc.target(r.addr), ":", " ", 1)); got != "OK" {
 				t.Fatalf("REPLICAOF = %s", got)
 			}
@@ -497,13 +497,13 @@ func TestReplicaFaults(t *testing.T) {
 			// Between two LOADING moments of a link that retries: the keys and PING.
 			waitFor(t, "DBSIZE "+tc.keys, func() bool { return do(rc, "DBSIZE") == tc.keys })
 			waitFor(t, "PONG", func() bool { return do(rc, "PING") == "PONG" })
-			if got := do(rc, "RL.FIXED x 5 60000"); got != errReadOnly && got != errLoading {
+			if got := do(rc, "RL.FIXED x 5 86400000"); got != errReadOnly && got != errLoading {
 				t.Errorf("a write = %s", got)
 			}
 			// A link that retries loads again and again for a moment (LOADING), as Redis
 			// refuses REPLICAOF then.
 			waitFor(t, "REPLICAOF NO ONE", func() bool { return do(rc, "REPLICAOF NO ONE") == "OK" })
-			if got := do(rc, "RL.FIXED x 5 60000 COST 5"); !strings.HasPrefix(got, "[1 5 0 0 ") {
+			if got := do(rc, "RL.FIXED x 5 86400000 COST 5"); !strings.HasPrefix(got, "[1 5 0 0 ") {
 				t.Errorf("a write after REPLICAOF NO ONE = %s", got)
 			}
 			if strings.Contains(logs.String(), "panic") {
