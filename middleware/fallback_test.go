@@ -35,7 +35,7 @@ func TestFallbackLocal(t *testing.T) {
 	lim, err := middleware.New(middleware.Config{
 		Client: fallbackClient(t, 2), User: userParam, Fallback: middleware.FallbackLocal,
 		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
-		Dimensions:  []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Fixed(10, time.Hour)}},
+		Dimensions:  []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Log(10, time.Hour)}},
 		Concurrency: &middleware.Concurrency{Name: "inflight", By: middleware.ByUser, Limit: 3, Lease: time.Minute},
 	})
 	if err != nil {
@@ -61,7 +61,7 @@ func TestFallbackLocal(t *testing.T) {
 	for _, fb := range []middleware.Fallback{middleware.FallbackOpen, middleware.FallbackClosed} {
 		lim, err := middleware.New(middleware.Config{
 			Client: fallbackClient(t, 2), User: userParam, Fallback: fb, Logger: slog.New(slog.DiscardHandler),
-			Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Fixed(1, time.Hour)}},
+			Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Log(1, time.Hour)}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +82,7 @@ func TestFallbackLocal(t *testing.T) {
 
 // TestFallbackConfig: the fallback settings that cannot work are refused.
 func TestFallbackConfig(t *testing.T) {
-	dims := []middleware.Dimension{{Name: "ip", By: middleware.ByIP, Limit: client.Fixed(1, time.Hour)}}
+	dims := []middleware.Dimension{{Name: "ip", By: middleware.ByIP, Limit: client.Log(1, time.Hour)}}
 	for _, c := range []struct {
 		cfg  middleware.Config
 		want string
@@ -104,7 +104,7 @@ func TestFallbackConfig(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	lim, err := middleware.New(middleware.Config{
 		Client: fallbackClient(t, 2), User: userParam, Fallback: middleware.FallbackLocal, Logger: slog.New(slog.DiscardHandler),
-		Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Fixed(2, time.Hour)}},
+		Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Log(2, time.Hour)}},
 	})
 	if err != nil {
 		t.Fatal(err)
