@@ -10,7 +10,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -21,28 +20,10 @@ import (
 // checked), an answer for every complete request, no state change when every answer
 // is an error, and the server still answers PING on a fresh connection.
 
-// panicLog collects the server's error logs: a recovered handler panic lands there.
-type panicLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *panicLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *panicLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // fuzzServer starts a server whose clock is frozen at t0, so no key expires between
 // an input and the check after it, with a few keys of every kind in it.
-func fuzzServer(f *testing.F) (*testServer, *panicLog) {
-	log := &panicLog{}
+func fuzzServer(f *testing.F) (*testServer, *lockedBuffer) {
+	log := &lockedBuffer{}
 	ts := startServer(f, Config{Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
 	ts.clock.set(t0)
 	r := ts.raw(f)
@@ -72,7 +53,7 @@ func (ts *testServer) state() state {
 
 // check is the end of every fuzz input: no panic logged, PING answered on a new
 // connection.
-func (ts *testServer) check(t *testing.T, log *panicLog) {
+func (ts *testServer) check(t *testing.T, log *lockedBuffer) {
 	t.Helper()
 	if s := log.String(); strings.Contains(s, "panicked") {
 		t.Fatalf("server panicked:\n%s", s)
