@@ -35,6 +35,13 @@ local function ms(x)
   return math.ceil(math.min(x, 2^53) / 1000)
 end
 
+-- sec is a duration in µs as whole seconds rounded up, 0 if none (algo.secCeil): the
+-- replies of cl.throttle and gcra.
+local function sec(x)
+  if not (x > 0) then return 0 end
+  return math.ceil(x / 1000000)
+end
+
 -- interval is the emission interval T = max(1, round(w / n)) in whole µs, rounding half
 -- up (algo.emissionInterval). 2w + n stays below 2^53, where doubles are exact and
 -- flooring their quotient is integer division.

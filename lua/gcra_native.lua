@@ -16,12 +16,6 @@ local period = tonumber(ARGV[3])
 local cost = tonumber(ARGV[4])
 read_now(ARGV[5])
 
--- sec is a duration in µs as whole seconds rounded up, 0 if none (algo.secCeil).
-local function sec(x)
-  if not (x > 0) then return 0 end
-  return math.ceil(x / 1000000)
-end
-
 -- Ours is a hash with field gt; an absent key is fresh (tat 0); anything else is another kind.
 local st = read_hash('gt')
 if not st then return redis.error_reply(WRONGTYPE) end
