@@ -126,11 +126,11 @@ func BenchmarkBytesPerLease(b *testing.B) {
 				}
 				var set int64
 				for i := range s.shards {
-					for _, e := range s.shards[i].slab {
+					s.shards[i].each(func(_ uint32, e *entry) {
 						if e.kind() == algo.KindLease {
-							set += int64(uint32(e.b))
+							set += int64(e.b)
 						}
-					}
+					})
 				}
 				b.ReportMetric(float64(set)/1e6, "set-B/lease")
 				b.ReportMetric(float64(s.Stats().Bytes)/1e6, "accounted-B/lease")

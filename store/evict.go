@@ -3,8 +3,6 @@ package store
 import (
 	"fmt"
 	"strings"
-
-	"github.com/zeebo/xxh3"
 )
 
 // Policy is what a shard does when a new key would take it past its share of
@@ -49,17 +47,17 @@ const minShardBudget = pageBytes
 // tried for one that is, before the shard grows a page past its budget.
 const maxEvictPerCreate = 16
 
-// makeRoom is called before a new key with a chunk of class c is created. Under the
+// makeRoom is called before a new key at placement p is created. Under the
 // budget it does nothing. Over it, it evicts the keys due soonest until the new key
 // fits in memory already held (PolicyVolatileTTL), or refuses with ErrOOM
 // (PolicyNoEviction). Capacity never shrinks, so "fits" is about growth: a create
-// that reuses a free slot, bucket and chunk costs nothing, however full the shard.
-func (sh *shard) makeRoom(c uint8, now int64) error {
+// that reuses a free record, bucket and chunk costs nothing, however full the shard.
+func (sh *shard) makeRoom(p placement, now int64) error {
 	if sh.budget == 0 {
 		return nil
 	}
 	for range maxEvictPerCreate {
-		grow := sh.growthFor(c)
+		grow := sh.growthFor(p)
 		if grow == 0 || sh.bytes()+grow <= sh.budget {
 			return nil
 		}
@@ -73,21 +71,18 @@ func (sh *shard) makeRoom(c uint8, now int64) error {
 	return nil
 }
 
-// growthFor is the memory creating a key of chunk class c would add now.
-func (sh *shard) growthFor(c uint8) int64 {
-	var n int64
-	if sh.freeSlot == 0 {
-		slot := max(len(sh.slab), 1)
-		if len(sh.slab) == cap(sh.slab) {
-			n += int64(max(64, cap(sh.slab)+cap(sh.slab)/8)-cap(sh.slab)) * entryBytes
-		}
-		n += sh.wheel.BytesToSchedule(uint32(slot))
+// growthFor is the memory creating a key at placement p would add now.
+func (sh *shard) growthFor(p placement) int64 {
+	s := &sh.slabs[p.rec]
+	n := s.growth()
+	if s.free == 0 {
+		n += s.wheel.BytesToSchedule(uint32(max(s.n, 1))>>groupShift + 1)
 	}
 	if (sh.index.used+1)*maxLoadDen > len(sh.index.buckets)*maxLoadNum {
 		n += int64(max(minBuckets, len(sh.index.buckets)+len(sh.index.buckets)/4)-len(sh.index.buckets)) * 8
 	}
-	if !sh.chunks.hasFree(c) {
-		size := classSizes[c]
+	if p.chunk >= 0 && !sh.chunks.hasFree(uint8(p.chunk)) {
+		size := classSizes[p.chunk]
 		n += int64(max(1, pageBytes/size) * size)
 	}
 	return n
@@ -95,19 +90,47 @@ func (sh *shard) growthFor(c uint8) int64 {
 
 // evictOne removes the key due soonest and reports whether there was one. A key
 // already due is fresh, and counts as expired rather than evicted.
+//
+// Each slab's wheel names the group due soonest, at a deadline no later than its
+// records'; the group's own earliest record is the one to go. A group whose wheel
+// deadline is early (its earliest key went, or was renewed) is placed at its real
+// earliest and the choice made again.
 func (sh *shard) evictOne(now int64) bool {
-	slot, deadline, ok := sh.wheel.PopEarliest()
-	if !ok {
-		return false
+	for {
+		best, bestID, bestAt := -1, uint32(0), int64(0)
+		for c := range sh.slabs {
+			if s := &sh.slabs[c]; s.n > 0 {
+				if id, d, ok := s.wheel.Earliest(); ok && (best < 0 || d < bestAt) {
+					best, bestID, bestAt = c, id, d
+				}
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		s := &sh.slabs[best]
+		first, second := s.earliest(bestID)
+		switch {
+		case first == 0:
+			s.wheel.Cancel(bestID)
+		case s.record(first).deadline > bestAt:
+			s.wheel.Schedule(bestID, s.record(first).deadline)
+		default:
+			deadline := s.record(first).deadline
+			sh.removeSlot(uint32(best)<<slotClassShift | first)
+			if deadline <= now {
+				sh.expired++
+			} else {
+				sh.evicted++
+			}
+			if second == 0 {
+				s.wheel.Cancel(bestID)
+			} else {
+				s.wheel.Schedule(bestID, s.record(second).deadline)
+			}
+			return true
+		}
 	}
-	tag := uint32(xxh3.Hash(sh.key(&sh.slab[slot])) >> 32)
-	sh.remove(sh.index.position(tag, slot), slot)
-	if deadline <= now {
-		sh.expired++
-	} else {
-		sh.evicted++
-	}
-	return true
 }
 
 // hasFree reports whether class c has a free chunk in its pages.

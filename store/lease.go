@@ -98,7 +98,7 @@ func (sh *shard) leases(key []byte, tag uint32, now int64) (int, uint32, []algo.
 	if pos < 0 {
 		return pos, slot, sh.leaseScratch[:0], nil
 	}
-	e := &sh.slab[slot]
+	e := sh.at(slot)
 	if e.kind() != algo.KindLease {
 		return 0, 0, nil, ErrWrongType
 	}
@@ -124,7 +124,7 @@ func (sh *shard) writeLeases(key []byte, tag uint32, pos int, slot uint32, lease
 	base := leases[0].Deadline
 	size := leaseSize(leases, base)
 	if pos < 0 {
-		if err := sh.makeRoom(classFor(len(key)+size), now); err != nil {
+		if err := sh.makeRoom(placementFor(len(key), algo.KindLease, size), now); err != nil {
 			return err
 		}
 	}

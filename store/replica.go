@@ -128,8 +128,7 @@ func (s *Store) emit(sh *shard, key []byte, tag uint32, now int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if pos, slot := sh.get(key, tag, now); pos >= 0 {
-		d, _ := sh.wheel.Deadline(slot)
-		b.rec = sh.appendRecord(b.rec[:0], &sh.slab[slot], d)
+		b.rec = sh.appendRecord(b.rec[:0], sh.at(slot))
 	} else {
 		b.rec = append(b.rec[:0], effectDelete)
 		b.rec = binary.AppendUvarint(b.rec, uint64(len(key)))

@@ -18,15 +18,11 @@ func states(s *Store, now int64) map[string]string {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for slot := 1; slot < len(sh.slab); slot++ {
-			e := &sh.slab[slot]
-			if e.meta == 0 {
-				continue
+		sh.each(func(_ uint32, e *entry) {
+			if e.deadline > now {
+				out[string(sh.key(e))] = string(sh.appendRecord(nil, e))
 			}
-			if d, _ := sh.wheel.Deadline(uint32(slot)); d > now {
-				out[string(sh.key(e))] = string(sh.appendRecord(nil, e, d))
-			}
-		}
+		})
 		sh.mu.Unlock()
 	}
 	return out

@@ -5,55 +5,23 @@ import (
 	"sync"
 
 	"github.com/rlserver/rlserver/algo"
-	"github.com/rlserver/rlserver/internal/offheap"
-	"github.com/rlserver/rlserver/ttl"
 	"github.com/zeebo/xxh3"
 )
 
-// entry is one key's slot in its shard's slab. It holds no pointer, so a slab of
-// millions can live off the Go heap (internal/offheap), where the GC never sees it.
-type entry struct {
-	a, b  uint64 // the state, packed by codec.go (RL.LOG and leases: see shard.placeTail)
-	chunk uint32 // the chunk with the key's bytes; on a free slot, the next free slot
-	meta  uint32 // kind<<28 | key length; 0 on a free slot
-}
-
-const entryBytes = 24
-
-func (e *entry) kind() algo.Kind { return algo.Kind(e.meta >> kindShift) }
-func (e *entry) keyLen() int     { return int(e.meta & maxKeyLen) }
-
-// class is the size class of the entry's chunk: the key's, or for RL.LOG and leases
-// the key's and log's or lease set's, kept in b's upper half.
-func (e *entry) class() uint8 {
-	if hasTail(e.kind()) {
-		return uint8(e.b >> 32)
-	}
-	return classFor(e.keyLen())
-}
-
 // hasTail reports whether a kind keeps its state in the key's chunk after the key
-// (a = a base time, b = class<<32 | the state's length in bytes) rather than in a and b.
+// (a = a base time, b = the state's length in bytes) rather than in a and b.
 func hasTail(k algo.Kind) bool { return k == algo.KindLog || k == algo.KindLease }
-
-// tail returns the state bytes after the key in a hasTail entry's chunk.
-func (sh *shard) tail(e *entry) []byte {
-	n := e.keyLen()
-	return sh.chunks.bytes(e.class(), e.chunk)[n : n+int(uint32(e.b))]
-}
 
 // shard is one lock's worth of keys.
 type shard struct {
 	mu           sync.Mutex
 	index        index
-	slab         []entry // slot 0 is never used: 0 is the index's empty bucket and the wheel's nil
-	freeSlot     uint32  // head of the free slots' list, 0 if none
+	slabs        [len(recordStrides)]slab
 	live         int
 	chunks       chunks
-	wheel        ttl.Wheel
-	tick         int64 // the ms the wheel was last advanced to
-	latest       int64 // the latest now a call decided at, under Config.MonotonicTime
-	onExpire     func(slot uint32)
+	tick         int64           // the ms the wheels were last advanced to
+	expireAt     int64           // the now of the Advance running, for expireGroup
+	latest       int64           // the latest now a call decided at, under Config.MonotonicTime
 	logs         []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, encoded back
 	leaseScratch []algo.Lease    // a lease set's scratch, as logs is a log's
 	leaseIDs     []byte          // the decoded leases' ids
@@ -69,80 +37,122 @@ type shard struct {
 	_ [64]byte // keeps the next shard's lock off this shard's hot cache lines
 }
 
-// advance runs the wheel at most once per millisecond: it is cheap, but not free, and
-// lookups are exact without it.
-func (sh *shard) advance(now int64) {
-	if t := now / 1000; t > sh.tick {
-		sh.tick = t
-		sh.wheel.Advance(now, sh.onExpire)
+// init sets up the slabs' strides and wheel callbacks.
+func (sh *shard) init() {
+	for c := range sh.slabs {
+		s := &sh.slabs[c]
+		s.wordsPer = recordStrides[c] / 8
+		s.expire = func(id uint32) { sh.expireGroup(uint8(c), id) }
 	}
 }
 
-// key returns an entry's key bytes.
+// at returns the record of slot.
+func (sh *shard) at(slot uint32) *entry {
+	return sh.slabs[slot>>slotClassShift].record(slot & slotIndexMask)
+}
+
+// advance runs the wheels at most once per millisecond: they are cheap, but not free,
+// and lookups are exact without them.
+func (sh *shard) advance(now int64) {
+	if t := now / 1000; t > sh.tick {
+		sh.tick = t
+		sh.advanceWheels(now)
+	}
+}
+
+// advanceWheels removes every key whose deadline is at or before now.
+func (sh *shard) advanceWheels(now int64) {
+	sh.expireAt = now
+	for c := range sh.slabs {
+		if s := &sh.slabs[c]; s.n > 0 {
+			s.wheel.Advance(now, s.expire)
+		}
+	}
+}
+
+// key returns a record's key bytes.
 func (sh *shard) key(e *entry) []byte {
-	return sh.chunks.bytes(e.class(), e.chunk)[:e.keyLen()]
+	if e.meta&metaSpilled != 0 {
+		c, chunk, n := e.spill()
+		return sh.chunks.bytes(c, chunk)[:n]
+	}
+	return e.room(int(e.meta & metaLen))
+}
+
+// tail returns the state bytes after the key in a hasTail record's chunk.
+func (sh *shard) tail(e *entry) []byte { return sh.tailRoom(e, int(e.b)) }
+
+// tailRoom returns the n bytes after the key in a hasTail record's chunk.
+func (sh *shard) tailRoom(e *entry, n int) []byte {
+	c, chunk, k := e.spill()
+	return sh.chunks.bytes(c, chunk)[k : k+n]
 }
 
 // get finds key: its index position and slot, or -1 if absent. A key whose deadline
 // is at or before now is fresh again: get removes it and reports it absent.
 func (sh *shard) get(key []byte, tag uint32, now int64) (int, uint32) {
 	pos := sh.index.find(tag, func(slot uint32) bool {
-		e := &sh.slab[slot]
-		return e.keyLen() == len(key) && bytes.Equal(sh.key(e), key)
+		e := sh.at(slot)
+		return bytes.Equal(sh.key(e), key)
 	})
 	if pos < 0 {
 		return -1, 0
 	}
 	slot := uint32(sh.index.buckets[pos] >> 32)
-	if d, _ := sh.wheel.Deadline(slot); d <= now {
+	if sh.at(slot).deadline <= now {
 		sh.removeFresh(pos, slot)
 		return -1, 0
 	}
 	return pos, slot
 }
 
-// create adds key with a chunk of class c and returns its slot; the caller sets the
+// create adds key of kind at placement p and returns its slot; the caller sets the
 // state and schedules it.
-func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, c uint8) uint32 {
-	slot := sh.freeSlot
-	if slot != 0 {
-		sh.freeSlot = sh.slab[slot].chunk
+func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, p placement) uint32 {
+	if s := &sh.slabs[p.rec]; s.n == 0 {
+		s.wheel.Advance(sh.tick*1000, s.expire) // from the epoch, where a new wheel starts
+	}
+	i := sh.slabs[p.rec].alloc()
+	slot := uint32(p.rec)<<slotClassShift | i
+	e := sh.at(slot)
+	e.meta = uint16(kind) << metaKind
+	if p.chunk < 0 {
+		e.meta |= uint16(len(key))
+		copy(e.room(len(key)), key)
 	} else {
-		if len(sh.slab) == cap(sh.slab) {
-			sh.growSlab()
-		}
-		slot = uint32(len(sh.slab))
-		sh.slab = sh.slab[:slot+1]
+		c := uint8(p.chunk)
+		chunk := sh.chunks.alloc(c)
+		copy(sh.chunks.bytes(c, chunk), key)
+		e.meta |= metaSpilled
+		e.setSpill(c, chunk, len(key))
 	}
-	e := &sh.slab[slot]
-	e.meta = uint32(kind)<<kindShift | uint32(len(key))
-	if hasTail(kind) {
-		e.b = uint64(c) << 32
-	}
-	e.chunk = sh.chunks.alloc(c)
-	copy(sh.chunks.bytes(c, e.chunk), key)
 	sh.index.insert(tag, slot)
 	sh.live++
 	return slot
 }
 
-// growSlab grows the slab's capacity by an eighth, exactly: append's rounding left 23%
-// slack at 1M keys over 64 shards (29.6 MB for 24 MB of entries); an eighth averages
-// 6%, for 8 copies of an entry over its life. The slab is mapped off the Go heap
-// (offheap.Grow): the old array is unmapped once copied, and the capacity not yet
-// used is not resident. A new slab starts with slot 0 taken.
-func (sh *shard) growSlab() {
-	sh.slab = offheap.Grow(sh.slab, max(64, cap(sh.slab)+cap(sh.slab)/8))[:max(1, len(sh.slab))]
+// schedule sets slot's deadline. Its group's id in the wheel is moved only when the
+// deadline is earlier than the group's: a later one leaves the group due early, and
+// expireGroup then finds nothing due and places the group again at its earliest.
+func (sh *shard) schedule(slot uint32, deadline int64) {
+	sh.at(slot).deadline = deadline
+	w := &sh.slabs[slot>>slotClassShift].wheel
+	id := (slot&slotIndexMask)>>groupShift + 1
+	if d, ok := w.Deadline(id); !ok || deadline < d {
+		w.Schedule(id, deadline)
+	}
 }
 
-// remove deletes the key at index position pos and slot.
+// remove deletes the key at index position pos and slot. The group's id stays in
+// the wheel; it fires early, harmlessly.
 func (sh *shard) remove(pos int, slot uint32) {
 	sh.index.removeAt(pos)
-	e := &sh.slab[slot]
-	sh.chunks.release(e.class(), e.chunk)
-	sh.wheel.Cancel(slot)
-	*e = entry{chunk: sh.freeSlot}
-	sh.freeSlot = slot
+	e := sh.at(slot)
+	if e.meta&metaSpilled != 0 {
+		c, chunk, _ := e.spill()
+		sh.chunks.release(c, chunk)
+	}
+	sh.slabs[slot>>slotClassShift].release(slot & slotIndexMask)
 	sh.live--
 }
 
@@ -154,11 +164,34 @@ func (sh *shard) removeFresh(pos int, slot uint32) {
 	}
 }
 
-// expireSlot is the wheel's callback: slot's deadline has passed. The index position
-// is found again from the key's hash, which the entry does not keep.
-func (sh *shard) expireSlot(slot uint32) {
-	tag := uint32(xxh3.Hash(sh.key(&sh.slab[slot])) >> 32)
-	sh.removeFresh(sh.index.position(tag, slot), slot)
+// removeSlot removes the live key at slot, finding its index position again from the
+// key's hash, which the record does not keep.
+func (sh *shard) removeSlot(slot uint32) {
+	tag := uint32(xxh3.Hash(sh.key(sh.at(slot))) >> 32)
+	sh.remove(sh.index.position(tag, slot), slot)
+}
+
+// expireGroup is slab c's wheel callback: group id's earliest deadline has passed.
+// It removes the group's keys that are due and schedules the group again at the
+// earliest deadline left, if any.
+func (sh *shard) expireGroup(c uint8, id uint32) {
+	s := &sh.slabs[c]
+	next := int64(0)
+	for i, end := s.group(id); i < end; i++ {
+		e := s.record(i)
+		if e.meta == 0 {
+			continue
+		}
+		if e.deadline <= sh.expireAt {
+			sh.removeSlot(uint32(c)<<slotClassShift | i)
+			sh.expired++
+		} else if next == 0 || e.deadline < next {
+			next = e.deadline
+		}
+	}
+	if next != 0 {
+		s.wheel.Schedule(id, next)
+	}
 }
 
 // do decides one request on key, which hashes to this locked shard with tag, and
@@ -166,7 +199,7 @@ func (sh *shard) expireSlot(slot uint32) {
 // It counts nothing: Do and DoAll count the answers they give.
 func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Decision, bool, error) {
 	pos, slot := sh.get(key, tag, now)
-	if pos >= 0 && sh.slab[slot].kind() != r.Kind {
+	if pos >= 0 && sh.at(slot).kind() != r.Kind {
 		return algo.Decision{}, true, ErrWrongType
 	}
 	if r.Kind == algo.KindLog {
@@ -175,20 +208,23 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 	}
 	var a, b uint64
 	if pos >= 0 {
-		a, b = sh.slab[slot].a, sh.slab[slot].b
+		e := sh.at(slot)
+		a, b = e.a, e.b
 	}
 	a, b, d := decide(r, a, b, now)
 	if d.Write && d.FreshAt <= now {
 		sh.removeFresh(pos, slot)
 	} else if d.Write {
 		if pos < 0 {
-			if err := sh.makeRoom(classFor(len(key)), now); err != nil {
+			p := placementFor(len(key), r.Kind, 0)
+			if err := sh.makeRoom(p, now); err != nil {
 				return algo.Decision{}, false, err
 			}
-			slot = sh.create(key, tag, r.Kind, classFor(len(key)))
+			slot = sh.create(key, tag, r.Kind, p)
 		}
-		sh.slab[slot].a, sh.slab[slot].b = a, b
-		sh.wheel.Schedule(slot, d.FreshAt)
+		e := sh.at(slot)
+		e.a, e.b = a, b
+		sh.schedule(slot, d.FreshAt)
 	}
 	return d, pos >= 0, nil
 }
@@ -197,7 +233,7 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Request, now int64) (algo.Decision, error) {
 	entries := sh.logs[:0]
 	if pos >= 0 {
-		e := &sh.slab[slot]
+		e := sh.at(slot)
 		entries = decodeLog(sh.tail(e), int64(e.a), entries)
 	}
 	entries, d := algo.Log(entries, r, now)
@@ -212,7 +248,7 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 		return d, nil
 	}
 	if pos < 0 {
-		if err := sh.makeRoom(classFor(len(key)+logSize(entries, entries[0].TS)), now); err != nil {
+		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, logSize(entries, entries[0].TS)), now); err != nil {
 			return d, err
 		}
 	}
@@ -230,26 +266,40 @@ func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries 
 
 // placeTail makes room for a hasTail state of size bytes after key, created if pos < 0
 // (the caller has made room), and returns those bytes for the caller to encode into:
-// a = base, b = class<<32 | size, the wheel's deadline freshAt. A state that outgrows
-// its chunk moves to the class that fits; one that shrinks to two classes below moves
-// down, so that a state hovering at a class boundary does not move on every call.
+// a = base, b = size, the deadline freshAt. A state that outgrows its chunk moves to
+// the class that fits; one that shrinks to two classes below moves down, so that a
+// state hovering at a class boundary does not move on every call.
 func (sh *shard) placeTail(key []byte, tag uint32, pos int, slot uint32, kind algo.Kind, base int64, size int, freshAt int64) []byte {
 	need := len(key) + size
 	if pos < 0 {
-		slot = sh.create(key, tag, kind, classFor(need))
+		slot = sh.create(key, tag, kind, placementFor(len(key), kind, size))
 	}
-	e := &sh.slab[slot]
-	c := e.class()
+	e := sh.at(slot)
+	c, chunk, _ := e.spill()
 	if need > classSizes[c] || c >= 2 && need <= classSizes[c-2] {
 		moved := classFor(need)
-		chunk := sh.chunks.alloc(moved)
-		copy(sh.chunks.bytes(moved, chunk), key)
-		sh.chunks.release(c, e.chunk)
-		e.chunk, c = chunk, moved
+		to := sh.chunks.alloc(moved)
+		copy(sh.chunks.bytes(moved, to), key)
+		sh.chunks.release(c, chunk)
+		c, chunk = moved, to
+		e.setSpill(c, chunk, len(key))
 	}
-	e.a, e.b = uint64(base), uint64(c)<<32|uint64(size)
-	sh.wheel.Schedule(slot, freshAt)
-	return sh.chunks.bytes(c, e.chunk)[len(key):need]
+	e.a, e.b = uint64(base), uint64(size)
+	sh.schedule(slot, freshAt)
+	return sh.chunks.bytes(c, chunk)[len(key):need]
+}
+
+// each calls fn for every live record of the shard, in slot order, the fresh ones
+// included.
+func (sh *shard) each(fn func(slot uint32, e *entry)) {
+	for c := range sh.slabs {
+		s := &sh.slabs[c]
+		for i := 1; i < s.n; i++ {
+			if e := s.record(uint32(i)); e.meta != 0 {
+				fn(uint32(c)<<slotClassShift|uint32(i), e)
+			}
+		}
+	}
 }
 
 // reset empties the shard and lets go of its memory; the counters stay.
@@ -268,16 +318,19 @@ func (sh *shard) reset() {
 // largest size). The times and scratch buffers stay.
 func (sh *shard) release() {
 	sh.index.release()
-	offheap.Free(sh.slab)
-	sh.slab = nil
-	sh.freeSlot = 0
+	for c := range sh.slabs {
+		sh.slabs[c].drop()
+	}
 	sh.live = 0
 	sh.chunks.releaseAll()
-	sh.wheel.Release()
 }
 
 // bytes is the memory the shard holds for its keys.
 func (sh *shard) bytes() int64 {
-	return int64(cap(sh.slab))*entryBytes + sh.index.bytes() + sh.chunks.held() + sh.wheel.Bytes() +
+	n := sh.index.bytes() + sh.chunks.held()
+	for c := range sh.slabs {
+		n += sh.slabs[c].bytes()
+	}
+	return n +
 		int64(cap(sh.logs))*16 + int64(cap(sh.leaseScratch))*leaseBytes + int64(cap(sh.leaseIDs))
 }

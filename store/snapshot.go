@@ -91,22 +91,17 @@ func (s *Store) WriteSnapshot(w io.Writer, now int64) (SnapshotInfo, error) {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		start := 0
-		for slot := 1; slot < len(sh.slab); slot++ {
-			e := &sh.slab[slot]
-			if e.meta == 0 {
-				continue
+		sh.each(func(_ uint32, e *entry) {
+			if e.deadline <= now {
+				return
 			}
-			d, _ := sh.wheel.Deadline(uint32(slot))
-			if d <= now {
-				continue
-			}
-			buf = sh.appendRecord(buf, e, d)
+			buf = sh.appendRecord(buf, e)
 			info.Keys++
 			if len(buf)-start >= frameBytes {
 				cuts = append(cuts, len(buf))
 				start = len(buf)
 			}
-		}
+		})
 		sh.mu.Unlock()
 		if start < len(buf) {
 			cuts = append(cuts, len(buf))
@@ -140,18 +135,15 @@ func (s *Store) WriteSnapshot(w io.Writer, now int64) (SnapshotInfo, error) {
 }
 
 // appendRecord appends e's record to buf.
-func (sh *shard) appendRecord(buf []byte, e *entry, deadline int64) []byte {
+func (sh *shard) appendRecord(buf []byte, e *entry) []byte {
 	kind := e.kind()
+	key := sh.key(e)
 	buf = append(buf, byte(kind))
-	buf = binary.AppendUvarint(buf, uint64(e.keyLen()))
-	buf = append(buf, sh.key(e)...)
-	b := e.b
-	if hasTail(kind) {
-		b = uint64(uint32(e.b)) // the tail's length; the class is the store's business
-	}
+	buf = binary.AppendUvarint(buf, uint64(len(key)))
+	buf = append(buf, key...)
 	buf = binary.LittleEndian.AppendUint64(buf, e.a)
-	buf = binary.LittleEndian.AppendUint64(buf, b)
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(deadline))
+	buf = binary.LittleEndian.AppendUint64(buf, e.b)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(e.deadline))
 	if hasTail(kind) {
 		buf = append(buf, sh.tail(e)...)
 	}
@@ -341,25 +333,20 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 		if !sr.upsert {
 			return 0, false, fmt.Errorf("duplicate key %q", key)
 		}
-		if e := &sh.slab[slot]; e.kind() == kind && !hasTail(kind) { // a replica's usual update: in place
+		if e := sh.at(slot); e.kind() == kind && !hasTail(kind) { // a replica's usual update: in place
 			e.a, e.b = a, b
-			sh.wheel.Schedule(slot, deadline)
+			sh.schedule(slot, deadline)
 			return pos, false, nil
 		}
 		sh.remove(p, slot)
 	}
+	slot := sh.create(key, tag, kind, placementFor(len(key), kind, len(tail)))
+	e := sh.at(slot)
 	if hasTail(kind) {
-		c := classFor(len(key) + len(tail))
-		slot := sh.create(key, tag, kind, c)
-		e := &sh.slab[slot]
-		copy(sh.chunks.bytes(c, e.chunk)[len(key):], tail)
-		e.a, e.b = a, uint64(c)<<32|b
-		sh.wheel.Schedule(slot, deadline)
-		return pos, false, nil
+		copy(sh.tailRoom(e, len(tail)), tail)
 	}
-	slot := sh.create(key, tag, kind, classFor(len(key)))
-	sh.slab[slot].a, sh.slab[slot].b = a, b
-	sh.wheel.Schedule(slot, deadline)
+	e.a, e.b = a, b
+	sh.schedule(slot, deadline)
 	return pos, false, nil
 }
 

@@ -172,7 +172,7 @@ func New(cfg Config) (*Store, error) {
 		monotonic: cfg.MonotonicTime, leaseID: rand.Uint64}
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.onExpire = sh.expireSlot
+		sh.init()
 		sh.budget = cfg.MaxMemory / int64(cfg.Shards)
 		sh.noEvict = cfg.Policy == PolicyNoEviction
 	}
@@ -275,7 +275,7 @@ func (s *Store) Type(key []byte, now int64) (algo.Kind, bool) {
 	if pos < 0 {
 		return 0, false
 	}
-	return sh.slab[slot].kind(), true
+	return sh.at(slot).kind(), true
 }
 
 // TTL returns the µs until key's state is fresh again and the key goes, and false if
@@ -287,14 +287,14 @@ func (s *Store) TTL(key []byte, now int64) (int64, bool) {
 	if pos < 0 {
 		return 0, false
 	}
-	d, _ := sh.wheel.Deadline(slot)
-	return d - now, true
+	return sh.at(slot).deadline - now, true
 }
 
-// MemoryUsage returns the bytes key costs: its 24-byte entry, its chunk (the key, and
-// an RL.LOG key's log or a lease key's set, rounded up to the chunk's size class), its share of the index
-// (8 bytes over the shard's load factor) and its deadline and links in the wheel
-// (ttl.BytesPerID). False if key holds no state.
+// MemoryUsage returns the bytes key costs: its record, its chunk if it has one (a
+// long key, and an RL.LOG key's log or a lease key's set, rounded up to the chunk's
+// size class), its share of the index (8 bytes over the shard's load factor) and of
+// its group's id in the wheel (ttl.BytesPerID over the group's 16 records). False if
+// key holds no state.
 func (s *Store) MemoryUsage(key []byte, now int64) (int64, bool) {
 	sh, tag := s.locate(key, now)
 	defer sh.mu.Unlock()
@@ -303,12 +303,17 @@ func (s *Store) MemoryUsage(key []byte, now int64) (int64, bool) {
 		return 0, false
 	}
 	indexShare := (sh.index.bytes() + int64(sh.index.used) - 1) / int64(sh.index.used)
-	return entryBytes + int64(classSizes[sh.slab[slot].class()]) + indexShare + ttl.BytesPerID, true
+	n := int64(recordStrides[slot>>slotClassShift]) + indexShare + (ttl.BytesPerID+1<<groupShift-1)>>groupShift
+	if e := sh.at(slot); e.meta&metaSpilled != 0 {
+		c, _, _ := e.spill()
+		n += int64(classSizes[c])
+	}
+	return n, true
 }
 
 // Scan returns some of the keys and the cursor to continue from; cursor 0 starts a
 // scan, and a returned cursor of 0 ends it. A key that holds a state for the whole
-// scan is returned exactly once (slots never move while their key lives, and the
+// scan is returned exactly once (records never move while their key lives, and the
 // cursor is shard<<32 | next slot); a key added or removed meanwhile may or may not be.
 // count bounds the slots looked at per call, as Redis's COUNT bounds the buckets;
 // match is a Redis glob (nil matches all) and kind a filter (0 means any).
@@ -324,21 +329,26 @@ func (s *Store) Scan(cursor uint64, count int, match []byte, kind algo.Kind, now
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		sh.advance(now)
-		slot := max(uint32(cursor), 1) // slot 0 is never used
-		for ; int(slot) < len(sh.slab) && count > 0; slot++ {
-			count--
-			e := &sh.slab[slot]
-			if e.meta == 0 || kind != 0 && e.kind() != kind {
+		slot, more := uint32(cursor), true
+		for ; count > 0; slot++ {
+			c, r := slot>>slotClassShift, slot&slotIndexMask
+			if int(c) == len(sh.slabs) {
+				more = false
+				break
+			}
+			if int(r) >= sh.slabs[c].n {
+				slot = (c+1)<<slotClassShift - 1 // the next slab's first record
 				continue
 			}
-			if d, _ := sh.wheel.Deadline(slot); d <= now {
+			count--
+			e := sh.slabs[c].record(r)
+			if e.meta == 0 || kind != 0 && e.kind() != kind || e.deadline <= now {
 				continue
 			}
 			if k := sh.key(e); match == nil || Match(match, k, false) {
 				keys = append(keys, append([]byte(nil), k...))
 			}
 		}
-		more := int(slot) < len(sh.slab)
 		sh.mu.Unlock()
 		if more {
 			return i<<32 | uint64(slot), keys
@@ -398,10 +408,10 @@ func (s *Store) Expire(now int64) int {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		before := sh.expired
-		sh.wheel.Advance(now, sh.onExpire)
+		sh.advanceWheels(now)
 		sh.tick = max(sh.tick, now/1000)
 		sh.chunks.dropIdle()
-		if sh.live == 0 && sh.slab != nil {
+		if sh.live == 0 && sh.bytes() != 0 {
 			sh.release()
 		}
 		n += sh.expired - before

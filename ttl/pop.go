@@ -1,7 +1,7 @@
 package ttl
 
-// PopEarliest unschedules and returns the id due soonest, with its deadline, and
-// false if nothing is scheduled. The store evicts with it under -maxmemory.
+// Earliest returns the id due soonest, with its deadline, and false if nothing is
+// scheduled; the id stays scheduled. The store evicts with it under -maxmemory.
 //
 // "Soonest" is to the bucket: the id comes from the bucket whose span starts first
 // (ties to the lower, finer level), so it is exact to the millisecond for deadlines
@@ -14,7 +14,7 @@ package ttl
 //
 // The cost is a look at up to 64 heads per level (384 word reads on an empty wheel)
 // plus the ids placed again, each at most once per later Schedule: amortised O(1).
-func (w *Wheel) PopEarliest() (uint32, int64, bool) {
+func (w *Wheel) Earliest() (uint32, int64, bool) {
 	for {
 		b := w.earliestBucket()
 		if b < 0 {
@@ -26,7 +26,6 @@ func (w *Wheel) PopEarliest() (uint32, int64, bool) {
 			w.link(id)
 			continue
 		}
-		w.unlink(id)
 		return id, w.deadline[id], true
 	}
 }

@@ -10,16 +10,16 @@ func popAll(t *testing.T, w *Wheel, want map[uint32]int64) []int64 {
 	t.Helper()
 	var got []int64
 	for {
-		id, d, ok := w.PopEarliest()
+		id, d, ok := pop(w)
 		if !ok {
 			break
 		}
 		if wd, in := want[id]; !in || wd != d {
-			t.Fatalf("PopEarliest = %d, %d; scheduled: %d, %v", id, d, wd, in)
+			t.Fatalf("Earliest = %d, %d; scheduled: %d, %v", id, d, wd, in)
 		}
 		delete(want, id)
 		if _, still := w.Deadline(id); still {
-			t.Fatalf("id %d still scheduled after PopEarliest", id)
+			t.Fatalf("id %d still scheduled after pop", id)
 		}
 		got = append(got, d)
 	}
@@ -29,7 +29,7 @@ func popAll(t *testing.T, w *Wheel, want map[uint32]int64) []int64 {
 	return got
 }
 
-func TestPopEarliestOrder(t *testing.T) {
+func TestEarliestOrder(t *testing.T) {
 	tests := []struct {
 		name   string
 		spread int64 // deadlines in (now, now+spread]
@@ -61,7 +61,7 @@ func TestPopEarliestOrder(t *testing.T) {
 	}
 }
 
-func TestPopEarliestOverdueFirst(t *testing.T) {
+func TestEarliestOverdueFirst(t *testing.T) {
 	var w Wheel
 	w.Advance(t0, func(uint32) {})
 	w.Schedule(1, t0+10*sec)
@@ -77,34 +77,34 @@ func TestPopEarliestOverdueFirst(t *testing.T) {
 }
 
 // A hot id whose deadline moved later stays in its first bucket (Schedule's shortcut):
-// PopEarliest must see its real deadline, not the bucket's.
-func TestPopEarliestSeesLaterDeadline(t *testing.T) {
+// Earliest must see its real deadline, not the bucket's.
+func TestEarliestSeesLaterDeadline(t *testing.T) {
 	var w Wheel
 	w.Advance(t0, func(uint32) {})
 	w.Schedule(1, t0+5*ms)
 	w.Schedule(2, t0+30*ms)
 	w.Schedule(1, t0+hour) // later: id 1 stays in the 5 ms bucket
-	id, d, ok := w.PopEarliest()
+	id, d, ok := pop(&w)
 	if !ok || id != 2 || d != t0+30*ms {
-		t.Fatalf("PopEarliest = %d, %d, %v; want 2, %d", id, d, ok, t0+30*ms)
+		t.Fatalf("Earliest = %d, %d, %v; want 2, %d", id, d, ok, t0+30*ms)
 	}
-	id, d, ok = w.PopEarliest()
+	id, d, ok = pop(&w)
 	if !ok || id != 1 || d != t0+hour {
-		t.Fatalf("PopEarliest = %d, %d, %v; want 1, %d", id, d, ok, t0+hour)
+		t.Fatalf("Earliest = %d, %d, %v; want 1, %d", id, d, ok, t0+hour)
 	}
-	if _, _, ok := w.PopEarliest(); ok {
-		t.Fatal("PopEarliest on an empty wheel reported an id")
+	if _, _, ok := pop(&w); ok {
+		t.Fatal("Earliest on an empty wheel reported an id")
 	}
 }
 
 // Popping must leave the wheel consistent: the rest still fire on time.
-func TestPopEarliestThenAdvance(t *testing.T) {
+func TestEarliestThenAdvance(t *testing.T) {
 	m := newModel(t, t0)
 	for id := uint32(1); id <= 200; id++ {
 		m.schedule(id, t0+int64(id)*7*ms)
 	}
 	for range 50 {
-		id, _, ok := m.w.PopEarliest()
+		id, _, ok := pop(&m.w)
 		if !ok {
 			t.Fatal("wheel empty too early")
 		}
@@ -142,7 +142,7 @@ func TestBytesToSchedule(t *testing.T) {
 	}
 }
 
-func BenchmarkPopEarliest(b *testing.B) {
+func BenchmarkEarliest(b *testing.B) {
 	var w Wheel
 	w.Advance(t0, func(uint32) {})
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -152,10 +152,20 @@ func BenchmarkPopEarliest(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		id, d, ok := w.PopEarliest()
+		id, d, ok := pop(&w)
 		if !ok {
 			b.Fatal("empty")
 		}
 		w.Schedule(id, d+hour+int64(i)) // keep the wheel full
 	}
+}
+
+// pop returns the earliest id, as Earliest, and unschedules it, as the store does
+// with the key it evicts.
+func pop(w *Wheel) (uint32, int64, bool) {
+	id, d, ok := w.Earliest()
+	if ok {
+		w.Cancel(id)
+	}
+	return id, d, ok
 }

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/offheap"
+	"github.com/rlserver/rlserver/ttl"
+)
+
+// A key's record holds its state, its deadline and, when the key is short, the key
+// itself: one cache line or less, and no chunk to follow. Records live in slabs, one
+// per record stride, so that a 13-byte key takes a 40-byte record and a 30-byte key a
+// 56-byte one. A key longer than the widest record's room, and every RL.LOG and lease
+// key (whose log or lease set follows the key), keeps its bytes in a chunk (chunks.go)
+// and the chunk's number in a 40-byte record.
+//
+// Why this layout (issue 13): the entry of 24 bytes, a 16-byte key chunk and the
+// wheel's 16 bytes of deadline and links it replaces cost 56 B a key for 13-byte
+// names; the record and the group wheel below cost 41.
+type entry struct {
+	a, b     uint64 // the state, packed by codec.go (RL.LOG and leases: a is a base time, b the tail's length)
+	deadline int64  // µs: from then on the state is fresh again and the key goes
+	meta     uint16 // kind<<12 | spilled | the inline key's length; 0 on a free record
+	key      [6]byte
+	// An inline key's bytes start at key and run on past the struct, up to the record's
+	// stride. A spilled key's room holds its chunk number (4 bytes), its length (4) and
+	// its chunk's size class (1).
+}
+
+const (
+	keyOffset   = int(unsafe.Offsetof(entry{}.key)) // 26
+	metaKind    = 12
+	metaSpilled = 1 << 11
+	metaLen     = 1<<6 - 1
+
+	// groupShift sets the records that share one id in a slab's wheel: 16. The wheel
+	// keeps 16 bytes an id (ttl.BytesPerID), 1 B a record so, where one id a record
+	// cost 16; a group whose earliest deadline passes is scanned whole (16 records,
+	// 10 cache lines at most), which is cheap beside the lookups that created them.
+	groupShift = 4
+	// slotClassShift puts a record's slab above its number in a slot: slot = class<<28 | i.
+	slotClassShift = 28
+	slotIndexMask  = 1<<slotClassShift - 1
+)
+
+// recordStrides are the slabs' record sizes: 26 bytes of state, deadline and meta,
+// then the key's room, up to a cache line.
+var recordStrides = [...]int{32, 40, 48, 56, 64}
+
+// spillClass is the slab of keys whose bytes are in a chunk: 14 bytes of room hold
+// the chunk's number, the key's length and the chunk's class.
+const spillClass = 1
+
+// maxInlineKey is the longest key a record holds itself.
+var maxInlineKey = recordStrides[len(recordStrides)-1] - keyOffset
+
+// slab is one stride's records, mapped off the Go heap, with the timing wheel of
+// their deadlines.
+type slab struct {
+	words    []uint64 // record i starts at words[i*wordsPer]; record 0 is never used
+	wordsPer int
+	n        int    // records handed out, record 0 included; free ones among them
+	free     uint32 // first free record, 0 if none; a free record's a is the next
+	// wheel has one id per group of 1<<groupShift records (id = i>>groupShift + 1),
+	// scheduled no later than the group's earliest deadline (shard.schedule).
+	wheel  ttl.Wheel
+	expire func(id uint32) // the wheel's callback: shard.expireGroup for this slab
+}
+
+// kind returns the record's kind.
+func (e *entry) kind() algo.Kind { return algo.Kind(e.meta >> metaKind) }
+
+// room returns the record's key room: n bytes from key.
+func (e *entry) room(n int) []byte { return unsafe.Slice(&e.key[0], n) }
+
+// spill returns a spilled key's chunk class, chunk number and length.
+func (e *entry) spill() (uint8, uint32, int) {
+	r := e.room(9)
+	return r[8], binary.LittleEndian.Uint32(r), int(binary.LittleEndian.Uint32(r[4:]))
+}
+
+// setSpill records a spilled key's chunk class, chunk number and length.
+func (e *entry) setSpill(c uint8, chunk uint32, n int) {
+	r := e.room(9)
+	binary.LittleEndian.PutUint32(r, chunk)
+	binary.LittleEndian.PutUint32(r[4:], uint32(n))
+	r[8] = c
+}
+
+// placement is where a new key's bytes go: its record's slab, and the chunk class of
+// its key and tail if they do not stay inline (-1 if they do).
+type placement struct {
+	rec   uint8
+	chunk int
+}
+
+// placementFor returns the placement of a key of keyLen bytes of kind, with tail bytes
+// of log or lease set after it.
+func placementFor(keyLen int, kind algo.Kind, tail int) placement {
+	if !hasTail(kind) {
+		for c, stride := range recordStrides {
+			if keyLen <= stride-keyOffset {
+				return placement{uint8(c), -1}
+			}
+		}
+	}
+	return placement{spillClass, int(classFor(keyLen + tail))}
+}
+
+// record returns record i of the slab.
+func (s *slab) record(i uint32) *entry {
+	return (*entry)(unsafe.Pointer(&s.words[int(i)*s.wordsPer]))
+}
+
+// alloc returns a free record's number, growing the slab if none is free.
+func (s *slab) alloc() uint32 {
+	if i := s.free; i != 0 {
+		s.free = uint32(s.record(i).a)
+		s.record(i).a = 0
+		return i
+	}
+	if s.n*s.wordsPer == len(s.words) {
+		s.words = offheap.Grow(s.words, s.grownLen()*s.wordsPer)
+		s.words = s.words[:cap(s.words)]
+	}
+	if s.n == 0 {
+		s.n = 1 // record 0 is never used: slot 0 is the index's empty bucket
+	}
+	s.n++
+	return uint32(s.n - 1)
+}
+
+// grownLen is the record capacity the slab grows to: an eighth more, exactly, at least
+// 64. Append's rounding left 23% slack at 1M keys over 64 shards; an eighth averages
+// 6%, for 8 copies of a record over its life. The old array is unmapped once copied,
+// and capacity not yet used is not resident.
+func (s *slab) grownLen() int {
+	n := len(s.words) / s.wordsPer
+	return max(64, n+n/8)
+}
+
+// growth is the memory alloc would map now.
+func (s *slab) growth() int64 {
+	if s.free != 0 || s.n*s.wordsPer < len(s.words) {
+		return 0
+	}
+	return int64(s.grownLen()*s.wordsPer-len(s.words)) * 8
+}
+
+// release frees record i.
+func (s *slab) release(i uint32) {
+	*s.record(i) = entry{a: uint64(s.free)}
+	s.free = i
+}
+
+// drop unmaps the records and the wheel's arrays.
+func (s *slab) drop() {
+	offheap.Free(s.words)
+	s.wheel.Release()
+	s.words, s.n, s.free = nil, 0, 0
+}
+
+// bytes is the memory the slab holds.
+func (s *slab) bytes() int64 { return int64(cap(s.words))*8 + s.wheel.Bytes() }
+
+// group returns the numbers of the records in group id: [first, end).
+func (s *slab) group(id uint32) (uint32, uint32) {
+	first := (id - 1) << groupShift
+	return first, min(first+1<<groupShift, uint32(s.n))
+}
+
+// earliest returns the numbers of group id's live records with the earliest and the
+// second earliest deadlines, 0 where there is none.
+func (s *slab) earliest(id uint32) (uint32, uint32) {
+	var first, second uint32
+	from, end := s.group(id)
+	for i := from; i < end; i++ {
+		e := s.record(i)
+		switch {
+		case e.meta == 0:
+		case first == 0 || e.deadline < s.record(first).deadline:
+			first, second = i, first
+		case second == 0 || e.deadline < s.record(second).deadline:
+			second = i
+		}
+	}
+	return first, second
+}
