@@ -66,6 +66,9 @@ type config struct {
 	scaleClients int           // scale: concurrent load clients
 	scaleDepth   int           // scale: pipeline depth
 	scaleKeys    int           // scale: key space the keys are drawn from
+
+	churnTime time.Duration // churn: how long the steady traffic runs
+	churnLife time.Duration // churn: how long a key lives after its last admitted call
 }
 
 // experiment is one runnable experiment of the lab.
@@ -113,6 +116,14 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if name == "churn" {
+		fmt.Fprintln(w, "== churn ==")
+		res, err := runChurn(ctx, cfg, w)
+		if err != nil {
+			return fmt.Errorf("churn: %w", err)
+		}
+		return writeResult(cfg.out, name, res)
+	}
 	if name == "scale" {
 		fmt.Fprintln(w, "== scale ==")
 		res, err := runScale(ctx, cfg, w)
@@ -131,7 +142,7 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	if len(todo) == 0 {
-		return fmt.Errorf("unknown experiment %q: want boundary, nonatomic, memory, bench, overhead, e2e, all or scale", name)
+		return fmt.Errorf("unknown experiment %q: want boundary, nonatomic, memory, bench, overhead, e2e, all, scale or churn", name)
 	}
 	env, err := connect(ctx, cfg)
 	if err != nil {
@@ -177,16 +188,18 @@ func parseFlags(args []string) (config, string, error) {
 	fs.IntVar(&cfg.e2eLimit, "e2e-limit", 500, "e2e: global limit per second")
 	fs.DurationVar(&cfg.e2eTime, "e2e-time", 10*time.Second, "e2e: load duration per side")
 	fs.IntVar(&cfg.e2eMax, "e2e-max", 2_000_000, "e2e: most requests per side")
-	fs.StringVar(&cfg.rlserverBin, "rlserver-bin", "", "scale, memory -start: rlserver `binary` to run; empty: go build ./cmd/rlserver")
+	fs.StringVar(&cfg.rlserverBin, "rlserver-bin", "", "scale, churn, memory -start: rlserver `binary` to run; empty: go build ./cmd/rlserver")
 	fs.DurationVar(&cfg.scaleTime, "scale-time", 2*time.Second, "scale: load time per target and round")
 	fs.IntVar(&cfg.scaleRounds, "scale-rounds", 3, "scale: rounds, each loading every target in turn")
 	fs.IntVar(&cfg.scaleClients, "scale-clients", 8, "scale: concurrent load clients")
 	fs.IntVar(&cfg.scaleDepth, "scale-depth", 16, "scale: RL.TOKEN calls per pipeline")
 	fs.IntVar(&cfg.scaleKeys, "scale-keys", 1_000_000, "scale: keys drawn at random from this many")
+	fs.DurationVar(&cfg.churnTime, "churn-time", 10*time.Minute, "churn: how long the steady traffic runs")
+	fs.DurationVar(&cfg.churnLife, "churn-life", 10*time.Minute, "churn: how long a key lives after its last admitted call")
 	depths := fs.String("depths", "1,16", "bench: pipeline depths")
 	clients := fs.String("clients", "1,8", "bench: concurrent clients")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: rlbench [flags] boundary|nonatomic|memory|bench|overhead|e2e|all|scale\n       rlbench script <command>\n       rlbench client [flags]\n")
+		fmt.Fprintf(fs.Output(), "usage: rlbench [flags] boundary|nonatomic|memory|bench|overhead|e2e|all|scale|churn\n       rlbench script <command>\n       rlbench client [flags]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -211,6 +224,15 @@ func parseFlags(args []string) (config, string, error) {
 			return cfg, "", errors.New("-scale-time, -scale-rounds, -scale-clients, -scale-depth and -scale-keys must be positive")
 		}
 		return cfg, "scale", nil
+	}
+	if fs.Arg(0) == "churn" {
+		switch {
+		case cfg.rlserver != "" || cfg.redis != "":
+			return cfg, "", errors.New("churn starts its own rlserver: drop -rlserver and -redis")
+		case cfg.users < 1 || cfg.churnTime <= 0 || cfg.churnLife < time.Millisecond:
+			return cfg, "", errors.New("-users, -churn-time and -churn-life (at least 1ms) must be positive")
+		}
+		return cfg, "churn", nil
 	}
 	switch {
 	case cfg.start && (cfg.rlserver != "" || cfg.redis != ""):
