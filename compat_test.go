@@ -1236,7 +1236,7 @@ func TestWrongType(t *testing.T) {
 // memoryTargets are the design's goals for rlserver's RSS per user against Redis's:
 // a third, a quarter for the log. Reported beside the figures; the test asserts only
 // that rlserver is smaller.
-var memoryTargets = map[algo.Kind]float64{algo.KindLog: 1.0 / 4}
+var memoryTargets = map[algo.Kind]float64{algo.KindLog: 1.0 / 4, algo.KindLease: 1.0 / 2}
 
 // TestMemoryPerUser measures memory per user as a user would (issue 13): for one
 // algorithm at a time it starts a fresh redis-server (running the reference scripts)
@@ -1244,8 +1244,8 @@ var memoryTargets = map[algo.Kind]float64{algo.KindLog: 1.0 / 4}
 // same users with one pipelined call each (RL.TOKEN user:%08d 10 3600000 and its
 // twins: the issue's call was RL.TOKEN user:%08d 100 600000, but a key of that is
 // fresh again, and gone, 6 s after its one call, sooner than a million load on a busy
-// machine; the log: a tenth of the users, 100 entries 30 s apart in a 1-hour window),
-// waits a second and reads RSS again. The headline is that growth per user, with no
+// machine; the log: a tenth of the users, 100 entries 30 s apart in a 1-hour window;
+// leases: a tenth of the users, 10 one-hour leases each with generated ids), waits a second and reads RSS again. The headline is that growth per user, with no
 // MEMORY PURGE on either side: what the OS charges for the users. Beside it, the
 // breakdown: Redis's used_memory, rlserver's store (used_memory_dataset, the bytes
 // -maxmemory bounds) and Go heap (used_memory).
@@ -1255,11 +1255,11 @@ func TestMemoryPerUser(t *testing.T) {
 		t.Fatal(suite.serverErr)
 	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "bytes per user: RSS growth of fresh processes, no purge (%d users, RL.LOG %d users x 100 entries):\n",
+	fmt.Fprintf(&table, "bytes per user: RSS growth of fresh processes, no purge (%d users; RL.LOG %d users x 100 entries, leases %[2]d users x 10):\n",
 		*compatUsers, *compatUsers/10)
 	fmt.Fprintf(&table, "%-12s %10s %10s %8s %8s | %10s %10s %10s\n", "algorithm", "redis rss", "rl rss",
 		"rss/rss", "target", "redis used", "rl store", "rl heap")
-	for _, k := range kinds {
+	for _, k := range append(kinds, algo.KindLease) {
 		if *compatMem != "" && !slices.Contains(strings.Split(*compatMem, ","), k.Command()) {
 			continue
 		}
@@ -1299,15 +1299,23 @@ func measureMemory(t *testing.T, k algo.Kind) perUser {
 	defer s.stop()
 
 	users := *compatUsers
-	if k == algo.KindLog {
+	if k == algo.KindLog || k == algo.KindLease {
 		users /= 10
 	}
 	redisBefore, serverBefore := memoryOf(t, r), memoryOf(t, s)
 	began := time.Now()
 	defer func() { t.Logf("%s: loaded in %v", k.Command(), time.Since(began)) }()
-	if k == algo.KindLog {
+	switch k {
+	case algo.KindLog:
 		loadLog(t, r, s, users)
-	} else {
+	case algo.KindLease:
+		// 10 leases a key, generated ids, taken one round over the users at a time.
+		eval := []string{"EVALSHA", lua.Scripts["rl.acquire"].SHA1, "1", "", "10", "3600000", ""}
+		for range 10 {
+			bulk(t, r, users, keyed(eval, 3))
+			bulk(t, s, users, keyed([]string{"RL.ACQUIRE", "", "10", "3600000"}, 1))
+		}
+	default:
 		req := request(k, 10, 3_600_000)
 		eval := append([]string{"EVALSHA", lua.Scripts[k.Command()].SHA1, "1", ""}, words(lua.Args(req))...)
 		bulk(t, r, users, keyed(eval, 3))
