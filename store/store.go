@@ -6,56 +6,54 @@
 // has one mutex, and a command's whole read-decide-write happens under it, so every
 // command is atomic. RL.ALL (DoAll) takes the mutexes of all its keys' shards, in
 // ascending shard index so that calls sharing shards cannot deadlock, decides every
-// rule, and writes only if all admit. Within a shard nothing holds a pointer per key
-// (the layout of VictoriaMetrics/fastcache): a slab of fixed 24-byte entries indexed by slot, an
-// open-addressing index of uint64 buckets, key bytes in size-class chunks, and a
-// timing wheel (package ttl) that keeps each slot's deadline in its own index arrays.
+// rule, and writes only if all admit.
+//
+// Within a shard nothing holds a pointer per key (the layout of
+// VictoriaMetrics/fastcache). A key is one fixed-size record (slab.go): its two state
+// words, its exact deadline (µs), its kind and, when it fits, the key itself, in a slab
+// of records of one stride (32 to 64 bytes, so a 13-byte key takes 40 and a 30-byte key
+// 56). Longer keys, and RL.LOG's log and a lease set after their key, are in size-class
+// chunks carved from 16 KiB pages (chunks.go). An open-addressing index of 8-byte
+// buckets maps a key's hash to its record. Each slab has a timing wheel (package ttl)
+// with one id per 16 records, due at the earliest of their deadlines: the wheel costs
+// 1 byte a key instead of 16, and a group that comes due is scanned whole.
 // A key is removed when its state is fresh again: lookups treat a key whose deadline
-// has passed as absent right away, and the wheel removes it within a millisecond of
+// has passed as absent right away, and the wheels remove it within a millisecond of
 // activity on its shard, or at the next Expire.
 //
 // All of that memory is mapped off the Go heap (internal/offheap): the collector never
 // scans it, no GOGC headroom doubles it, an array that grows is unmapped as soon as it
-// is copied, and capacity not yet used is not resident. Users measure RSS, and before
-// this the store's 70 B a key cost them 130-150 B.
+// is copied, and capacity not yet used is not resident. Users measure RSS, and on the
+// Go heap a store of 70 B a key had cost them 130-150 B.
 //
-// What a key costs, 1M keys with 13-byte names as users load them (TestMemoryPerUser
-// -compat.users 1000000: RSS growth of a fresh rlserver, no purge; Stats.Bytes 69.1 B;
-// BenchmarkBytesPerKey, 16-byte names: 69.1 B accounted, 67.7 B RSS):
+// What a counter or bucket key costs, by construction, with a 13-byte name:
 //
-//	slab entry   24   B  two state words, chunk number, kind and key length
-//	key chunk    16.1 B  the key in a 16-byte class, and its bit in the page bitmaps
-//	index         9.6 B  one 8-byte bucket at load 0.68-0.85 (map[uint64]uint32: 36 B)
-//	wheel        16   B  deadline (int64 µs) and next and prev links (uint32)
-//	the rest      2-5 B  capacity counted by Stats.Bytes but never touched (-2), and the
-//	                     Go heap the server's buffers grew to while loading (+4 MB)
-//	total      71-72 B  RSS for every kind but RL.LOG and leases; Redis 7 through Lua: 149 B
-//	RL.LOG       558 B  RSS at 100 entries 30 s apart (509 B in the store: a 4-byte varint an
-//	                     entry, the key, rounded to a class); Redis's sorted set: 3,235 B
-//	leases       262 B  at 10 leases taken 10 ms apart with generated ids, 26 B a lease:
-//	                     10.9 B each encoded (leasecodec.go), the rest the key's own
-//	                     cost and chunk rounding; 32 B a lease at 100 a key
-//	                     (BenchmarkBytesPerLease). Redis 7's sorted set of the Lua
-//	                     script: 392 B for 10 (MEMORY USAGE), 31 B a lease at 100.
+//	record   40   B  a, b (16), deadline (8), meta (2), the key in 14 bytes of room
+//	index     9.4-11.8 B  one 8-byte bucket at load 0.68-0.85 (map[uint64]uint32: 36 B)
+//	wheel     1   B  16 bytes (deadline, two links) per group of 16 records
+//	slack     0-5 B  a slab grows by an eighth; capacity not yet touched is not resident
+//
+// The README's memory section has the measured figures against Redis and the commands
+// that reproduce them. The floor of any layout is the key, the state and an exact
+// deadline, 37 B here; the record rounds that to 40 and the index adds 10. Going lower
+// means packing per kind (a GCRA state is its deadline; a count fits 4 bytes) or open
+// addressing straight over the records, which the wheel's stable record numbers and
+// SCAN's cursor rule out for now.
 //
 // RL.LOG's log and a lease set live in the key's chunk after the key (shard.placeTail):
-// word a holds the first entry's time or the first lease's deadline, b the chunk's size
-// class and the encoded length. A lease key's wheel deadline is its last lease's, so a
-// lease never released ends by itself and the key goes with its last lease.
+// word a holds the first entry's time or the first lease's deadline, b the encoded
+// length. A lease key's deadline is its last lease's, so a lease never released ends by
+// itself and the key goes with its last lease.
 //
-// The floor of this layout is the key, the state and an exact deadline, 37 B at 13-byte
-// keys; the slab's chunk reference, the key's rounding, the index and the wheel's links
-// add 29. Going below means another layout: records per kind with short keys inline,
-// the index's open addressing over the records themselves, and a wheel without two
-// links a key. A Go map[string]*state costs about the same as the store's accounted
-// bytes, 77 B, but is 20M pointers at 10M keys: a full GC marks it in 2.1 s, against
-// 9-12 ms for the store (BenchmarkGC10M; the stop-the-world pauses are ~0.2 ms for both).
+// A Go map[string]*state costs about the store's bytes, but is 20M pointers at 10M
+// keys: a full GC has to mark them all, where the store gives it nothing to mark
+// (BenchmarkGC10M).
 //
 // Memory is reused, and given back in three ways: key, log and lease chunks are carved
 // from 16 KiB pages, and the empty pages at the end of a size class go back to the OS
-// (madvise MADV_DONTNEED); a shard whose last key has gone unmaps its slab, index and
-// wheel at the next Expire; Flush unmaps everything. Otherwise the slab, the index and
-// the wheel's arrays keep their largest size, and freed slots and buckets are reused.
+// (madvise MADV_DONTNEED); a shard whose last key has gone unmaps its slabs, index and
+// wheels at the next Expire; Flush unmaps everything. Otherwise the slabs, the index and
+// the wheels' arrays keep their largest size, and freed records and buckets are reused.
 //
 // All times are µs since the Unix epoch, passed in by the caller.
 package store
@@ -411,7 +409,7 @@ func (s *Store) Expire(now int64) int {
 		sh.advanceWheels(now)
 		sh.tick = max(sh.tick, now/1000)
 		sh.chunks.dropIdle()
-		if sh.live == 0 && sh.bytes() != 0 {
+		if sh.live == 0 && sh.index.buckets != nil {
 			sh.release()
 		}
 		n += sh.expired - before

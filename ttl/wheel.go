@@ -1,8 +1,8 @@
 // Package ttl is a hierarchical timing wheel for millions of expiring ids.
 //
 // A Wheel tracks one deadline (µs since the Unix epoch) per uint32 id and reports the
-// ids whose deadline has passed. It is built for the store's shards: ids are slot
-// indexes, and the wheel keeps its links and deadlines in parallel slices indexed by
+// ids whose deadline has passed. It is built for the store's shards: ids number groups
+// of records (each due at its earliest record's deadline), and the wheel keeps its links and deadlines in parallel slices indexed by
 // id ("index arrays"), so there is no goroutine, timer, heap object or map entry per
 // id. The arrays are mapped outside the Go heap (internal/offheap): the garbage
 // collector never sees them, and Release gives them back.
