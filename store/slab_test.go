@@ -71,7 +71,7 @@ func TestEvictAcrossSlabs(t *testing.T) {
 	sh := &s.shards[0]
 	for i := range 200 {
 		key := fmt.Sprintf("%0*d", 1+i%60, i) // lengths 1 to 60: every slab, chunks too
-		window := int64(1000-i) * sec          // the last created is due first
+		window := int64(1000-i) * sec         // the last created is due first
 		if _, err := s.Do([]byte(key), request(algo.KindGCRA, 1, window), t0); err != nil {
 			t.Fatal(err)
 		}
