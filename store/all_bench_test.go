@@ -126,9 +126,9 @@ func BenchmarkBytesPerLease(b *testing.B) {
 				}
 				var set int64
 				for i := range s.shards {
-					s.shards[i].each(func(_ uint32, e *entry) {
-						if e.kind() == algo.KindLease {
-							set += int64(e.b)
+					s.shards[i].each(func(_ uint32, e entry) {
+						if _, size := e.state(); e.kind() == algo.KindLease {
+							set += int64(size)
 						}
 					})
 				}

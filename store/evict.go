@@ -113,10 +113,10 @@ func (sh *shard) evictOne(now int64) bool {
 		switch {
 		case first == 0:
 			s.wheel.Cancel(bestID)
-		case s.record(first).deadline > bestAt:
-			s.wheel.Schedule(bestID, s.record(first).deadline)
+		case s.record(first).deadline() > bestAt:
+			s.wheel.Schedule(bestID, s.record(first).deadline())
 		default:
-			deadline := s.record(first).deadline
+			deadline := s.record(first).deadline()
 			sh.removeSlot(uint32(best)<<slotClassShift | first)
 			if deadline <= now {
 				sh.expired++
@@ -126,7 +126,7 @@ func (sh *shard) evictOne(now int64) bool {
 			if second == 0 {
 				s.wheel.Cancel(bestID)
 			} else {
-				s.wheel.Schedule(bestID, s.record(second).deadline)
+				s.wheel.Schedule(bestID, s.record(second).deadline())
 			}
 			return true
 		}

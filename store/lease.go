@@ -103,7 +103,8 @@ func (sh *shard) leases(key []byte, tag uint32, now int64) (int, uint32, []algo.
 		return 0, 0, nil, ErrWrongType
 	}
 	var leases []algo.Lease
-	leases, sh.leaseIDs = decodeLeases(sh.tail(e), int64(e.a), sh.leaseScratch[:0], sh.leaseIDs)
+	base, _ := e.state()
+	leases, sh.leaseIDs = decodeLeases(sh.tail(e), int64(base), sh.leaseScratch[:0], sh.leaseIDs)
 	return pos, slot, leases, nil
 }
 

@@ -18,8 +18,8 @@ func states(s *Store, now int64) map[string]string {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		sh.each(func(_ uint32, e *entry) {
-			if e.deadline > now {
+		sh.each(func(_ uint32, e entry) {
+			if e.deadline() > now {
 				out[string(sh.key(e))] = string(sh.appendRecord(nil, e))
 			}
 		})

@@ -16,7 +16,7 @@ func hasTail(k algo.Kind) bool { return k == algo.KindLog || k == algo.KindLease
 type shard struct {
 	mu           sync.Mutex
 	index        index
-	slabs        [len(recordStrides)]slab
+	slabs        [len(slabClasses)]slab
 	live         int
 	chunks       chunks
 	tick         int64           // the ms the wheels were last advanced to
@@ -41,13 +41,13 @@ type shard struct {
 func (sh *shard) init() {
 	for c := range sh.slabs {
 		s := &sh.slabs[c]
-		s.wordsPer = recordStrides[c] / 8
+		s.wordsPer, s.tat = slabClasses[c].stride/8, slabClasses[c].tat
 		s.expire = func(id uint32) { sh.expireGroup(uint8(c), id) }
 	}
 }
 
 // at returns the record of slot.
-func (sh *shard) at(slot uint32) *entry {
+func (sh *shard) at(slot uint32) entry {
 	return sh.slabs[slot>>slotClassShift].record(slot & slotIndexMask)
 }
 
@@ -71,19 +71,22 @@ func (sh *shard) advanceWheels(now int64) {
 }
 
 // key returns a record's key bytes.
-func (sh *shard) key(e *entry) []byte {
-	if e.meta&metaSpilled != 0 {
+func (sh *shard) key(e entry) []byte {
+	if e.spilled() {
 		c, chunk, n := e.spill()
 		return sh.chunks.bytes(c, chunk)[:n]
 	}
-	return e.room(int(e.meta & metaLen))
+	return e.room(int(*e.metaWord() & metaLen))
 }
 
 // tail returns the state bytes after the key in a hasTail record's chunk.
-func (sh *shard) tail(e *entry) []byte { return sh.tailRoom(e, int(e.b)) }
+func (sh *shard) tail(e entry) []byte {
+	_, size := e.state()
+	return sh.tailRoom(e, int(size))
+}
 
 // tailRoom returns the n bytes after the key in a hasTail record's chunk.
-func (sh *shard) tailRoom(e *entry, n int) []byte {
+func (sh *shard) tailRoom(e entry, n int) []byte {
 	c, chunk, k := e.spill()
 	return sh.chunks.bytes(c, chunk)[k : k+n]
 }
@@ -99,7 +102,7 @@ func (sh *shard) get(key []byte, tag uint32, now int64) (int, uint32) {
 		return -1, 0
 	}
 	slot := uint32(sh.index.buckets[pos] >> 32)
-	if sh.at(slot).deadline <= now {
+	if sh.at(slot).deadline() <= now {
 		sh.removeFresh(pos, slot)
 		return -1, 0
 	}
@@ -115,27 +118,31 @@ func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, p placement) uin
 	i := sh.slabs[p.rec].alloc()
 	slot := uint32(p.rec)<<slotClassShift | i
 	e := sh.at(slot)
-	e.meta = uint16(kind) << metaKind
+	meta := uint16(kind) << metaKind
 	if p.chunk < 0 {
-		e.meta |= uint16(len(key))
+		meta |= uint16(len(key))
 		copy(e.room(len(key)), key)
 	} else {
 		c := uint8(p.chunk)
 		chunk := sh.chunks.alloc(c)
 		copy(sh.chunks.bytes(c, chunk), key)
-		e.meta |= metaSpilled
+		meta |= metaSpilled
 		e.setSpill(c, chunk, len(key))
 	}
+	*e.metaWord() = meta
 	sh.index.insert(tag, slot)
 	sh.live++
 	return slot
 }
 
-// schedule sets slot's deadline. Its group's id in the wheel is moved only when the
-// deadline is earlier than the group's: a later one leaves the group due early, and
-// expireGroup then finds nothing due and places the group again at its earliest.
-func (sh *shard) schedule(slot uint32, deadline int64) {
-	sh.at(slot).deadline = deadline
+// put stores slot's state words and deadline (a tat record's deadline is its tat, a)
+// and schedules it. The group's id in the wheel is moved only when the deadline is
+// earlier than the group's: a later one leaves the group due early, and expireGroup
+// then finds nothing due and places the group again at its earliest.
+func (sh *shard) put(slot uint32, a, b uint64, deadline int64) {
+	e := sh.at(slot)
+	e.set(a, b, deadline)
+	deadline = e.deadline()
 	w := &sh.slabs[slot>>slotClassShift].wheel
 	id := (slot&slotIndexMask)>>groupShift + 1
 	if d, ok := w.Deadline(id); !ok || deadline < d {
@@ -148,7 +155,7 @@ func (sh *shard) schedule(slot uint32, deadline int64) {
 func (sh *shard) remove(pos int, slot uint32) {
 	sh.index.removeAt(pos)
 	e := sh.at(slot)
-	if e.meta&metaSpilled != 0 {
+	if e.spilled() {
 		c, chunk, _ := e.spill()
 		sh.chunks.release(c, chunk)
 	}
@@ -179,14 +186,14 @@ func (sh *shard) expireGroup(c uint8, id uint32) {
 	next := int64(0)
 	for i, end := s.group(id); i < end; i++ {
 		e := s.record(i)
-		if e.meta == 0 {
+		if !e.live() {
 			continue
 		}
-		if e.deadline <= sh.expireAt {
+		if d := e.deadline(); d <= sh.expireAt {
 			sh.removeSlot(uint32(c)<<slotClassShift | i)
 			sh.expired++
-		} else if next == 0 || e.deadline < next {
-			next = e.deadline
+		} else if next == 0 || d < next {
+			next = d
 		}
 	}
 	if next != 0 {
@@ -208,8 +215,7 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 	}
 	var a, b uint64
 	if pos >= 0 {
-		e := sh.at(slot)
-		a, b = e.a, e.b
+		a, b = sh.at(slot).state()
 	}
 	a, b, d := decide(r, a, b, now)
 	if d.Write && d.FreshAt <= now {
@@ -222,9 +228,7 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 			}
 			slot = sh.create(key, tag, r.Kind, p)
 		}
-		e := sh.at(slot)
-		e.a, e.b = a, b
-		sh.schedule(slot, d.FreshAt)
+		sh.put(slot, a, b, d.FreshAt)
 	}
 	return d, pos >= 0, nil
 }
@@ -234,7 +238,8 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 	entries := sh.logs[:0]
 	if pos >= 0 {
 		e := sh.at(slot)
-		entries = decodeLog(sh.tail(e), int64(e.a), entries)
+		base, _ := e.state()
+		entries = decodeLog(sh.tail(e), int64(base), entries)
 	}
 	entries, d := algo.Log(entries, r, now)
 	if cap(entries) > cap(sh.logs) {
@@ -284,18 +289,17 @@ func (sh *shard) placeTail(key []byte, tag uint32, pos int, slot uint32, kind al
 		c, chunk = moved, to
 		e.setSpill(c, chunk, len(key))
 	}
-	e.a, e.b = uint64(base), uint64(size)
-	sh.schedule(slot, freshAt)
+	sh.put(slot, uint64(base), uint64(size), freshAt)
 	return sh.chunks.bytes(c, chunk)[len(key):need]
 }
 
 // each calls fn for every live record of the shard, in slot order, the fresh ones
 // included.
-func (sh *shard) each(fn func(slot uint32, e *entry)) {
+func (sh *shard) each(fn func(slot uint32, e entry)) {
 	for c := range sh.slabs {
 		s := &sh.slabs[c]
 		for i := 1; i < s.n; i++ {
-			if e := s.record(uint32(i)); e.meta != 0 {
+			if e := s.record(uint32(i)); e.live() {
 				fn(uint32(c)<<slotClassShift|uint32(i), e)
 			}
 		}

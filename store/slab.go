@@ -11,15 +11,20 @@ import (
 
 // A key's record holds its state, its deadline and, when the key is short, the key
 // itself: one cache line or less, and no chunk to follow. Records live in slabs, one
-// per record stride, so that a 13-byte key takes a 40-byte record and a 30-byte key a
-// 56-byte one. A key longer than the widest record's room, and every RL.LOG and lease
-// key (whose log or lease set follows the key), keeps its bytes in a chunk (chunks.go)
-// and the chunk's number in a 40-byte record.
+// per form and stride, so that a 13-byte key takes a 40-byte record and a 30-byte key
+// a 56-byte one. A key longer than the widest record's room, and every RL.LOG and
+// lease key (whose log or lease set follows the key), keeps its bytes in a chunk
+// (chunks.go) and the chunk's number in a 40-byte wide record.
 //
-// Why this layout (issue 13): the entry of 24 bytes, a 16-byte key chunk and the
-// wheel's 16 bytes of deadline and links it replaces cost 56 B a key for 13-byte
-// names; the record and the group wheel below cost 41.
-type entry struct {
+// Two forms: a wide record holds the state words a and b and the deadline; a tat
+// record, for RL.GCRA, RL.LEAKY and CL.THROTTLE, holds the one word of their state,
+// the tat, which is also the deadline (algo.GCRA and algo.Leaky write a state that is
+// fresh exactly at its tat), so a 13-byte key of theirs takes 24 bytes.
+//
+// Why this layout (issue 13): the 24-byte entry, 16-byte key chunk and the wheel's 16
+// bytes of deadline and links it replaces cost 56 B a key for 13-byte names; a wide
+// record and the group wheel below cost 41, a tat record 25.
+type wideRecord struct {
 	a, b     uint64 // the state, packed by codec.go (RL.LOG and leases: a is a base time, b the tail's length)
 	deadline int64  // µs: from then on the state is fresh again and the key goes
 	meta     uint16 // kind<<12 | spilled | the inline key's length; 0 on a free record
@@ -29,64 +34,131 @@ type entry struct {
 	// its chunk's size class (1).
 }
 
+// tatRecord is the tat kinds' record: their state word, the deadline too.
+type tatRecord struct {
+	tat  int64 // µs
+	meta uint16
+	key  [6]byte
+}
+
+// entry is a record of either form: one of w and t is set.
+type entry struct {
+	w *wideRecord
+	t *tatRecord
+}
+
 const (
-	keyOffset   = int(unsafe.Offsetof(entry{}.key)) // 26
-	metaKind    = 12
-	metaSpilled = 1 << 11
-	metaLen     = 1<<6 - 1
+	wideKeyOffset = int(unsafe.Offsetof(wideRecord{}.key)) // 26
+	tatKeyOffset  = int(unsafe.Offsetof(tatRecord{}.key))  // 10
+	metaKind      = 12
+	metaSpilled   = 1 << 11
+	metaLen       = 1<<6 - 1
 
 	// groupShift sets the records that share one id in a slab's wheel: 16. The wheel
 	// keeps 16 bytes an id (ttl.BytesPerID), 1 B a record so, where one id a record
 	// cost 16; a group whose earliest deadline passes is scanned whole (16 records,
 	// 10 cache lines at most), which is cheap beside the lookups that created them.
 	groupShift = 4
-	// slotClassShift puts a record's slab above its number in a slot: slot = class<<28 | i.
-	slotClassShift = 28
+	// slotClassShift puts a record's slab above its number in a slot: slot = class<<27 | i.
+	slotClassShift = 27
 	slotIndexMask  = 1<<slotClassShift - 1
 )
 
-// recordStrides are the slabs' record sizes: 26 bytes of state, deadline and meta,
-// then the key's room, up to a cache line.
-var recordStrides = [...]int{32, 40, 48, 56, 64}
+// slabClasses are the slabs' forms and strides: wide records (26 bytes before the
+// key), then tat records (10 bytes), each up to a cache line.
+var slabClasses = [...]struct {
+	stride int
+	tat    bool
+}{{32, false}, {40, false}, {48, false}, {56, false}, {64, false},
+	{16, true}, {24, true}, {32, true}, {40, true}, {48, true}}
 
-// spillClass is the slab of keys whose bytes are in a chunk: 14 bytes of room hold
-// the chunk's number, the key's length and the chunk's class.
+// spillClass is the slab of keys whose bytes are in a chunk: a wide record's 14 bytes
+// of room hold the chunk's number, the key's length and the chunk's class.
 const spillClass = 1
 
 // maxInlineKey is the longest key a record holds itself.
-var maxInlineKey = recordStrides[len(recordStrides)-1] - keyOffset
+const maxInlineKey = 64 - wideKeyOffset
 
-// slab is one stride's records, mapped off the Go heap, with the timing wheel of
-// their deadlines.
+// slab is one class's records, mapped off the Go heap, with the timing wheel of their
+// deadlines.
 type slab struct {
 	words    []uint64 // record i starts at words[i*wordsPer]; record 0 is never used
 	wordsPer int
+	tat      bool   // tat records, else wide ones
 	n        int    // records handed out, record 0 included; free ones among them
-	free     uint32 // first free record, 0 if none; a free record's a is the next
+	free     uint32 // first free record, 0 if none; a free record's first word is the next
 	// wheel has one id per group of 1<<groupShift records (id = i>>groupShift + 1),
 	// scheduled no later than the group's earliest deadline (shard.schedule).
 	wheel  ttl.Wheel
 	expire func(id uint32) // the wheel's callback: shard.expireGroup for this slab
 }
 
+func (e entry) metaWord() *uint16 {
+	if e.t != nil {
+		return &e.t.meta
+	}
+	return &e.w.meta
+}
+
+// live reports whether the record holds a key.
+func (e entry) live() bool { return *e.metaWord() != 0 }
+
 // kind returns the record's kind.
-func (e *entry) kind() algo.Kind { return algo.Kind(e.meta >> metaKind) }
+func (e entry) kind() algo.Kind { return algo.Kind(*e.metaWord() >> metaKind) }
+
+// spilled reports whether the key's bytes are in a chunk.
+func (e entry) spilled() bool { return *e.metaWord()&metaSpilled != 0 }
+
+// deadline returns the µs from which the state is fresh again.
+func (e entry) deadline() int64 {
+	if e.t != nil {
+		return e.t.tat
+	}
+	return e.w.deadline
+}
+
+// state returns the state words.
+func (e entry) state() (uint64, uint64) {
+	if e.t != nil {
+		return uint64(e.t.tat), 0
+	}
+	return e.w.a, e.w.b
+}
+
+// set stores the state words and the deadline; a tat record keeps a, its deadline.
+func (e entry) set(a, b uint64, deadline int64) {
+	if e.t != nil {
+		e.t.tat = int64(a)
+		return
+	}
+	e.w.a, e.w.b, e.w.deadline = a, b, deadline
+}
 
 // room returns the record's key room: n bytes from key.
-func (e *entry) room(n int) []byte { return unsafe.Slice(&e.key[0], n) }
+func (e entry) room(n int) []byte {
+	if e.t != nil {
+		return unsafe.Slice(&e.t.key[0], n)
+	}
+	return unsafe.Slice(&e.w.key[0], n)
+}
 
 // spill returns a spilled key's chunk class, chunk number and length.
-func (e *entry) spill() (uint8, uint32, int) {
+func (e entry) spill() (uint8, uint32, int) {
 	r := e.room(9)
 	return r[8], binary.LittleEndian.Uint32(r), int(binary.LittleEndian.Uint32(r[4:]))
 }
 
 // setSpill records a spilled key's chunk class, chunk number and length.
-func (e *entry) setSpill(c uint8, chunk uint32, n int) {
+func (e entry) setSpill(c uint8, chunk uint32, n int) {
 	r := e.room(9)
 	binary.LittleEndian.PutUint32(r, chunk)
 	binary.LittleEndian.PutUint32(r[4:], uint32(n))
 	r[8] = c
+}
+
+// isTatKind reports whether a kind's state is a tat alone.
+func isTatKind(k algo.Kind) bool {
+	return k == algo.KindGCRA || k == algo.KindLeaky || k == algo.KindThrottle
 }
 
 // placement is where a new key's bytes go: its record's slab, and the chunk class of
@@ -100,8 +172,13 @@ type placement struct {
 // of log or lease set after it.
 func placementFor(keyLen int, kind algo.Kind, tail int) placement {
 	if !hasTail(kind) {
-		for c, stride := range recordStrides {
-			if keyLen <= stride-keyOffset {
+		tat := isTatKind(kind)
+		for c, sc := range slabClasses {
+			offset := wideKeyOffset
+			if sc.tat {
+				offset = tatKeyOffset
+			}
+			if sc.tat == tat && keyLen <= sc.stride-offset {
 				return placement{uint8(c), -1}
 			}
 		}
@@ -110,15 +187,19 @@ func placementFor(keyLen int, kind algo.Kind, tail int) placement {
 }
 
 // record returns record i of the slab.
-func (s *slab) record(i uint32) *entry {
-	return (*entry)(unsafe.Pointer(&s.words[int(i)*s.wordsPer]))
+func (s *slab) record(i uint32) entry {
+	p := unsafe.Pointer(&s.words[int(i)*s.wordsPer])
+	if s.tat {
+		return entry{t: (*tatRecord)(p)}
+	}
+	return entry{w: (*wideRecord)(p)}
 }
 
 // alloc returns a free record's number, growing the slab if none is free.
 func (s *slab) alloc() uint32 {
 	if i := s.free; i != 0 {
-		s.free = uint32(s.record(i).a)
-		s.record(i).a = 0
+		at := int(i) * s.wordsPer
+		s.free, s.words[at] = uint32(s.words[at]), 0
 		return i
 	}
 	if s.n*s.wordsPer == len(s.words) {
@@ -151,7 +232,9 @@ func (s *slab) growth() int64 {
 
 // release frees record i.
 func (s *slab) release(i uint32) {
-	*s.record(i) = entry{a: uint64(s.free)}
+	at := int(i) * s.wordsPer
+	clear(s.words[at : at+s.wordsPer])
+	s.words[at] = uint64(s.free)
 	s.free = i
 }
 
@@ -179,10 +262,10 @@ func (s *slab) earliest(id uint32) (uint32, uint32) {
 	for i := from; i < end; i++ {
 		e := s.record(i)
 		switch {
-		case e.meta == 0:
-		case first == 0 || e.deadline < s.record(first).deadline:
+		case !e.live():
+		case first == 0 || e.deadline() < s.record(first).deadline():
 			first, second = i, first
-		case second == 0 || e.deadline < s.record(second).deadline:
+		case second == 0 || e.deadline() < s.record(second).deadline():
 			second = i
 		}
 	}

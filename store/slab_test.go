@@ -9,26 +9,35 @@ import (
 	"github.com/rlserver/rlserver/algo"
 )
 
-// Keys of every length from empty to past the widest record's room land in each
-// slab and in chunks; every one is found, scanned, snapshotted and removed at its own
+// Keys of every length from empty to past the widest record's room, of a tat kind and
+// of a wide one, land in each slab and in chunks; every one is found, scanned, snapshotted and removed at its own
 // deadline, though 16 records share one id in their slab's wheel.
 func TestRecordsOfEveryStride(t *testing.T) {
 	s := newStore(t, Config{Shards: 1})
 	var keys []string
 	deadline := map[string]int64{}
 	for n := range maxInlineKey + 10 {
-		key := string(bytes.Repeat([]byte{'a' + byte(n%26)}, n))
-		window := int64(n+1) * 10 * ms // each key its own deadline, a window end
-		if _, err := s.Do([]byte(key), request(algo.KindGCRA, 1, window), t0); err != nil {
-			t.Fatal(err)
+		for i, kind := range []algo.Kind{algo.KindGCRA, algo.KindToken} { // tat and wide records
+			key := string(bytes.Repeat([]byte{"aA"[i] + byte(n%26)}, n))
+			if n == 0 && i > 0 {
+				continue // one empty key
+			}
+			window := int64(n+1)*10*ms + int64(i)*5*ms // each key its own deadline
+			if _, err := s.Do([]byte(key), request(kind, 1, window), t0); err != nil {
+				t.Fatal(err)
+			}
+			ttl, ok := s.TTL([]byte(key), t0)
+			if !ok || ttl < window {
+				t.Fatalf("TTL of a new %d-byte %s key = %d, %v; want at least %d", n, kind, ttl, ok, window)
+			}
+			keys = append(keys, key)
+			deadline[key] = t0 + ttl
 		}
-		keys = append(keys, key)
-		deadline[key] = t0 + window
 	}
 	used := map[int]bool{}
-	s.shards[0].each(func(slot uint32, e *entry) { used[recordStrides[slot>>slotClassShift]] = true })
-	if len(used) != len(recordStrides) {
-		t.Fatalf("records of strides %v used, want all of %v", used, recordStrides)
+	s.shards[0].each(func(slot uint32, e entry) { used[int(slot>>slotClassShift)] = true })
+	if len(used) != len(slabClasses) {
+		t.Fatalf("records of slabs %v used, want all %d", used, len(slabClasses))
 	}
 	if got := scanAll(s, 3, "", 0, t0); len(got) != len(keys) {
 		t.Fatalf("SCAN found %d keys, want %d", len(got), len(keys))

@@ -91,8 +91,8 @@ func (s *Store) WriteSnapshot(w io.Writer, now int64) (SnapshotInfo, error) {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		start := 0
-		sh.each(func(_ uint32, e *entry) {
-			if e.deadline <= now {
+		sh.each(func(_ uint32, e entry) {
+			if e.deadline() <= now {
 				return
 			}
 			buf = sh.appendRecord(buf, e)
@@ -135,15 +135,16 @@ func (s *Store) WriteSnapshot(w io.Writer, now int64) (SnapshotInfo, error) {
 }
 
 // appendRecord appends e's record to buf.
-func (sh *shard) appendRecord(buf []byte, e *entry) []byte {
+func (sh *shard) appendRecord(buf []byte, e entry) []byte {
 	kind := e.kind()
 	key := sh.key(e)
 	buf = append(buf, byte(kind))
 	buf = binary.AppendUvarint(buf, uint64(len(key)))
 	buf = append(buf, key...)
-	buf = binary.LittleEndian.AppendUint64(buf, e.a)
-	buf = binary.LittleEndian.AppendUint64(buf, e.b)
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(e.deadline))
+	a, b := e.state()
+	buf = binary.LittleEndian.AppendUint64(buf, a)
+	buf = binary.LittleEndian.AppendUint64(buf, b)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(e.deadline()))
 	if hasTail(kind) {
 		buf = append(buf, sh.tail(e)...)
 	}
@@ -333,20 +334,17 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 		if !sr.upsert {
 			return 0, false, fmt.Errorf("duplicate key %q", key)
 		}
-		if e := sh.at(slot); e.kind() == kind && !hasTail(kind) { // a replica's usual update: in place
-			e.a, e.b = a, b
-			sh.schedule(slot, deadline)
+		if sh.at(slot).kind() == kind && !hasTail(kind) { // a replica's usual update: in place
+			sh.put(slot, a, b, deadline)
 			return pos, false, nil
 		}
 		sh.remove(p, slot)
 	}
 	slot := sh.create(key, tag, kind, placementFor(len(key), kind, len(tail)))
-	e := sh.at(slot)
 	if hasTail(kind) {
-		copy(sh.tailRoom(e, len(tail)), tail)
+		copy(sh.tailRoom(sh.at(slot), len(tail)), tail)
 	}
-	e.a, e.b = a, b
-	sh.schedule(slot, deadline)
+	sh.put(slot, a, b, deadline)
 	return pos, false, nil
 }
 

@@ -491,7 +491,7 @@ func TestSnapshotVersion1(t *testing.T) {
 		_, slot := sh.get([]byte(c.key), tag, saved)
 		var a, b uint64
 		if slot != 0 {
-			a, b = sh.at(slot).a, sh.at(slot).b
+			a, b = sh.at(slot).state()
 		}
 		sh.mu.Unlock()
 		if slot == 0 || a != c.a || b != c.b {

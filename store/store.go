@@ -285,7 +285,7 @@ func (s *Store) TTL(key []byte, now int64) (int64, bool) {
 	if pos < 0 {
 		return 0, false
 	}
-	return sh.at(slot).deadline - now, true
+	return sh.at(slot).deadline() - now, true
 }
 
 // MemoryUsage returns the bytes key costs: its record, its chunk if it has one (a
@@ -301,8 +301,8 @@ func (s *Store) MemoryUsage(key []byte, now int64) (int64, bool) {
 		return 0, false
 	}
 	indexShare := (sh.index.bytes() + int64(sh.index.used) - 1) / int64(sh.index.used)
-	n := int64(recordStrides[slot>>slotClassShift]) + indexShare + (ttl.BytesPerID+1<<groupShift-1)>>groupShift
-	if e := sh.at(slot); e.meta&metaSpilled != 0 {
+	n := int64(slabClasses[slot>>slotClassShift].stride) + indexShare + (ttl.BytesPerID+1<<groupShift-1)>>groupShift
+	if e := sh.at(slot); e.spilled() {
 		c, _, _ := e.spill()
 		n += int64(classSizes[c])
 	}
@@ -340,7 +340,7 @@ func (s *Store) Scan(cursor uint64, count int, match []byte, kind algo.Kind, now
 			}
 			count--
 			e := sh.slabs[c].record(r)
-			if e.meta == 0 || kind != 0 && e.kind() != kind || e.deadline <= now {
+			if !e.live() || kind != 0 && e.kind() != kind || e.deadline() <= now {
 				continue
 			}
 			if k := sh.key(e); match == nil || Match(match, k, false) {
