@@ -41,7 +41,7 @@ type shard struct {
 func (sh *shard) init() {
 	for c := range sh.slabs {
 		s := &sh.slabs[c]
-		s.wordsPer, s.tat = slabClasses[c].stride/8, slabClasses[c].tat
+		s.wordsPer, s.form = slabClasses[c].stride/8, slabClasses[c].form
 		s.expire = func(id uint32) { sh.expireGroup(uint8(c), id) }
 	}
 }
@@ -76,7 +76,7 @@ func (sh *shard) key(e entry) []byte {
 		c, chunk, n := e.spill()
 		return sh.chunks.bytes(c, chunk)[:n]
 	}
-	return e.room(int(*e.metaWord() & metaLen))
+	return e.room(int(e.meta() & metaLen))
 }
 
 // tail returns the state bytes after the key in a hasTail record's chunk.
@@ -118,18 +118,15 @@ func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, p placement) uin
 	i := sh.slabs[p.rec].alloc()
 	slot := uint32(p.rec)<<slotClassShift | i
 	e := sh.at(slot)
-	meta := uint16(kind) << metaKind
+	e.setMeta(kind, p.chunk >= 0, len(key))
 	if p.chunk < 0 {
-		meta |= uint16(len(key))
 		copy(e.room(len(key)), key)
 	} else {
 		c := uint8(p.chunk)
 		chunk := sh.chunks.alloc(c)
 		copy(sh.chunks.bytes(c, chunk), key)
-		meta |= metaSpilled
 		e.setSpill(c, chunk, len(key))
 	}
-	*e.metaWord() = meta
 	sh.index.insert(tag, slot)
 	sh.live++
 	return slot
@@ -218,11 +215,16 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 		a, b = sh.at(slot).state()
 	}
 	a, b, d := decide(r, a, b, now)
+	existed := pos >= 0
 	if d.Write && d.FreshAt <= now {
 		sh.removeFresh(pos, slot)
 	} else if d.Write {
+		if pos >= 0 && !sh.at(slot).holds(a, b) {
+			sh.remove(pos, slot) // a state its record's form cannot hold: a wide record will
+			pos = -1
+		}
 		if pos < 0 {
-			p := placementFor(len(key), r.Kind, 0)
+			p := placementFor(len(key), r.Kind, a, b, 0)
 			if err := sh.makeRoom(p, now); err != nil {
 				return algo.Decision{}, false, err
 			}
@@ -230,7 +232,7 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 		}
 		sh.put(slot, a, b, d.FreshAt)
 	}
-	return d, pos >= 0, nil
+	return d, existed, nil
 }
 
 // doLog decides an RL.LOG call.
@@ -253,7 +255,7 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 		return d, nil
 	}
 	if pos < 0 {
-		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, logSize(entries, entries[0].TS)), now); err != nil {
+		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, 0, 0, logSize(entries, entries[0].TS)), now); err != nil {
 			return d, err
 		}
 	}
@@ -277,7 +279,7 @@ func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries 
 func (sh *shard) placeTail(key []byte, tag uint32, pos int, slot uint32, kind algo.Kind, base int64, size int, freshAt int64) []byte {
 	need := len(key) + size
 	if pos < 0 {
-		slot = sh.create(key, tag, kind, placementFor(len(key), kind, size))
+		slot = sh.create(key, tag, kind, placementFor(len(key), kind, 0, 0, size))
 	}
 	e := sh.at(slot)
 	c, chunk, _ := e.spill()

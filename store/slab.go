@@ -16,14 +16,17 @@ import (
 // lease key (whose log or lease set follows the key), keeps its bytes in a chunk
 // (chunks.go) and the chunk's number in a 40-byte wide record.
 //
-// Two forms: a wide record holds the state words a and b and the deadline; a tat
+// Three forms: a wide record holds the state words a and b and the deadline. A tat
 // record, for RL.GCRA, RL.LEAKY and CL.THROTTLE, holds the one word of their state,
 // the tat, which is also the deadline (algo.GCRA and algo.Leaky write a state that is
-// fresh exactly at its tat), so a 13-byte key of theirs takes 24 bytes.
+// fresh exactly at its tat), so a 13-byte key of theirs takes 24 bytes. A fixed
+// record, for RL.FIXED, packs its window index into 6 bytes and its count into 4
+// (times are below 2^53 µs and windows at least 1 ms, so an index is below 2^43; a
+// count is at most the limit, 10^9), so a 13-byte key takes 32 bytes.
 //
 // Why this layout (issue 13): the 24-byte entry, 16-byte key chunk and the wheel's 16
-// bytes of deadline and links it replaces cost 56 B a key for 13-byte names; a wide
-// record and the group wheel below cost 41, a tat record 25.
+// bytes of deadline and links it replaces cost 56 B a key for 13-byte names; a record
+// and its share of the group wheel below cost 41 (wide), 33 (fixed) or 25 (tat).
 type wideRecord struct {
 	a, b     uint64 // the state, packed by codec.go (RL.LOG and leases: a is a base time, b the tail's length)
 	deadline int64  // µs: from then on the state is fresh again and the key goes
@@ -41,18 +44,33 @@ type tatRecord struct {
 	key  [6]byte
 }
 
-// entry is a record of either form: one of w and t is set.
+// fixedRecord is RL.FIXED's record.
+type fixedRecord struct {
+	deadline int64
+	count    uint32
+	window   [6]byte // the window index, little-endian
+	keyLen   uint8   // the key's length + 1; 0 on a free record
+	key      [5]byte
+}
+
+// The record forms.
+const (
+	formWide uint8 = iota
+	formTat
+	formFixed
+)
+
+// entry is a record of any form: one of w, t and f is set.
 type entry struct {
 	w *wideRecord
 	t *tatRecord
+	f *fixedRecord
 }
 
 const (
-	wideKeyOffset = int(unsafe.Offsetof(wideRecord{}.key)) // 26
-	tatKeyOffset  = int(unsafe.Offsetof(tatRecord{}.key))  // 10
-	metaKind      = 12
-	metaSpilled   = 1 << 11
-	metaLen       = 1<<6 - 1
+	metaKind    = 12
+	metaSpilled = 1 << 11
+	metaLen     = 1<<6 - 1
 
 	// groupShift sets the records that share one id in a slab's wheel: 16. The wheel
 	// keeps 16 bytes an id (ttl.BytesPerID), 1 B a record so, where one id a record
@@ -62,29 +80,39 @@ const (
 	// slotClassShift puts a record's slab above its number in a slot: slot = class<<27 | i.
 	slotClassShift = 27
 	slotIndexMask  = 1<<slotClassShift - 1
+
+	maxFixedWindow = 1<<48 - 1
+	maxFixedCount  = 1<<32 - 1
 )
 
-// slabClasses are the slabs' forms and strides: wide records (26 bytes before the
-// key), then tat records (10 bytes), each up to a cache line.
+// keyOffsets are the forms' bytes before the key.
+var keyOffsets = [...]int{
+	formWide:  int(unsafe.Offsetof(wideRecord{}.key)),  // 26
+	formTat:   int(unsafe.Offsetof(tatRecord{}.key)),   // 10
+	formFixed: int(unsafe.Offsetof(fixedRecord{}.key)), // 19
+}
+
+// slabClasses are the slabs' forms and strides, each up to a cache line.
 var slabClasses = [...]struct {
 	stride int
-	tat    bool
-}{{32, false}, {40, false}, {48, false}, {56, false}, {64, false},
-	{16, true}, {24, true}, {32, true}, {40, true}, {48, true}}
+	form   uint8
+}{{32, formWide}, {40, formWide}, {48, formWide}, {56, formWide}, {64, formWide},
+	{16, formTat}, {24, formTat}, {32, formTat}, {40, formTat}, {48, formTat},
+	{24, formFixed}, {32, formFixed}, {40, formFixed}, {48, formFixed}, {56, formFixed}}
 
 // spillClass is the slab of keys whose bytes are in a chunk: a wide record's 14 bytes
 // of room hold the chunk's number, the key's length and the chunk's class.
 const spillClass = 1
 
 // maxInlineKey is the longest key a record holds itself.
-const maxInlineKey = 64 - wideKeyOffset
+const maxInlineKey = 64 - 26
 
 // slab is one class's records, mapped off the Go heap, with the timing wheel of their
 // deadlines.
 type slab struct {
 	words    []uint64 // record i starts at words[i*wordsPer]; record 0 is never used
 	wordsPer int
-	tat      bool   // tat records, else wide ones
+	form     uint8
 	n        int    // records handed out, record 0 included; free ones among them
 	free     uint32 // first free record, 0 if none; a free record's first word is the next
 	// wheel has one id per group of 1<<groupShift records (id = i>>groupShift + 1),
@@ -93,51 +121,101 @@ type slab struct {
 	expire func(id uint32) // the wheel's callback: shard.expireGroup for this slab
 }
 
-func (e entry) metaWord() *uint16 {
-	if e.t != nil {
-		return &e.t.meta
+// live reports whether the record holds a key.
+func (e entry) live() bool {
+	switch {
+	case e.t != nil:
+		return e.t.meta != 0
+	case e.f != nil:
+		return e.f.keyLen != 0
 	}
-	return &e.w.meta
+	return e.w.meta != 0
 }
 
-// live reports whether the record holds a key.
-func (e entry) live() bool { return *e.metaWord() != 0 }
+// meta returns the kind, spilled flag and inline key length, as a wide record's meta.
+func (e entry) meta() uint16 {
+	switch {
+	case e.t != nil:
+		return e.t.meta
+	case e.f != nil:
+		return uint16(algo.KindFixed)<<metaKind | uint16(e.f.keyLen-1)
+	}
+	return e.w.meta
+}
+
+// setMeta marks the record live with a key of kind, spilled or of n bytes inline.
+func (e entry) setMeta(kind algo.Kind, spilled bool, n int) {
+	meta := uint16(kind)<<metaKind | uint16(n)
+	if spilled {
+		meta = uint16(kind)<<metaKind | metaSpilled
+	}
+	switch {
+	case e.t != nil:
+		e.t.meta = meta
+	case e.f != nil:
+		e.f.keyLen = uint8(n + 1)
+	default:
+		e.w.meta = meta
+	}
+}
 
 // kind returns the record's kind.
-func (e entry) kind() algo.Kind { return algo.Kind(*e.metaWord() >> metaKind) }
+func (e entry) kind() algo.Kind { return algo.Kind(e.meta() >> metaKind) }
 
 // spilled reports whether the key's bytes are in a chunk.
-func (e entry) spilled() bool { return *e.metaWord()&metaSpilled != 0 }
+func (e entry) spilled() bool { return e.meta()&metaSpilled != 0 }
 
 // deadline returns the µs from which the state is fresh again.
 func (e entry) deadline() int64 {
-	if e.t != nil {
+	switch {
+	case e.t != nil:
 		return e.t.tat
+	case e.f != nil:
+		return e.f.deadline
 	}
 	return e.w.deadline
 }
 
 // state returns the state words.
 func (e entry) state() (uint64, uint64) {
-	if e.t != nil {
+	switch {
+	case e.t != nil:
 		return uint64(e.t.tat), 0
+	case e.f != nil:
+		var w [8]byte
+		copy(w[:], e.f.window[:])
+		return binary.LittleEndian.Uint64(w[:]), uint64(e.f.count)
 	}
 	return e.w.a, e.w.b
 }
 
+// holds reports whether the record's form can hold the state words a and b.
+func (e entry) holds(a, b uint64) bool {
+	return e.f == nil || a <= maxFixedWindow && b <= maxFixedCount
+}
+
 // set stores the state words and the deadline; a tat record keeps a, its deadline.
 func (e entry) set(a, b uint64, deadline int64) {
-	if e.t != nil {
+	switch {
+	case e.t != nil:
 		e.t.tat = int64(a)
-		return
+	case e.f != nil:
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], a)
+		copy(e.f.window[:], w[:6])
+		e.f.count, e.f.deadline = uint32(b), deadline
+	default:
+		e.w.a, e.w.b, e.w.deadline = a, b, deadline
 	}
-	e.w.a, e.w.b, e.w.deadline = a, b, deadline
 }
 
 // room returns the record's key room: n bytes from key.
 func (e entry) room(n int) []byte {
-	if e.t != nil {
+	switch {
+	case e.t != nil:
 		return unsafe.Slice(&e.t.key[0], n)
+	case e.f != nil:
+		return unsafe.Slice(&e.f.key[0], n)
 	}
 	return unsafe.Slice(&e.w.key[0], n)
 }
@@ -156,9 +234,15 @@ func (e entry) setSpill(c uint8, chunk uint32, n int) {
 	r[8] = c
 }
 
-// isTatKind reports whether a kind's state is a tat alone.
-func isTatKind(k algo.Kind) bool {
-	return k == algo.KindGCRA || k == algo.KindLeaky || k == algo.KindThrottle
+// formFor returns the form of record a kind's key takes, with state words a and b.
+func formFor(kind algo.Kind, a, b uint64) uint8 {
+	switch {
+	case kind == algo.KindGCRA || kind == algo.KindLeaky || kind == algo.KindThrottle:
+		return formTat
+	case kind == algo.KindFixed && a <= maxFixedWindow && b <= maxFixedCount:
+		return formFixed
+	}
+	return formWide
 }
 
 // placement is where a new key's bytes go: its record's slab, and the chunk class of
@@ -168,17 +252,13 @@ type placement struct {
 	chunk int
 }
 
-// placementFor returns the placement of a key of keyLen bytes of kind, with tail bytes
-// of log or lease set after it.
-func placementFor(keyLen int, kind algo.Kind, tail int) placement {
+// placementFor returns the placement of a key of keyLen bytes of kind, with state
+// words a and b, or with tail bytes of log or lease set after it.
+func placementFor(keyLen int, kind algo.Kind, a, b uint64, tail int) placement {
 	if !hasTail(kind) {
-		tat := isTatKind(kind)
+		form := formFor(kind, a, b)
 		for c, sc := range slabClasses {
-			offset := wideKeyOffset
-			if sc.tat {
-				offset = tatKeyOffset
-			}
-			if sc.tat == tat && keyLen <= sc.stride-offset {
+			if sc.form == form && keyLen <= sc.stride-keyOffsets[form] {
 				return placement{uint8(c), -1}
 			}
 		}
@@ -189,8 +269,11 @@ func placementFor(keyLen int, kind algo.Kind, tail int) placement {
 // record returns record i of the slab.
 func (s *slab) record(i uint32) entry {
 	p := unsafe.Pointer(&s.words[int(i)*s.wordsPer])
-	if s.tat {
+	switch s.form {
+	case formTat:
 		return entry{t: (*tatRecord)(p)}
+	case formFixed:
+		return entry{f: (*fixedRecord)(p)}
 	}
 	return entry{w: (*wideRecord)(p)}
 }

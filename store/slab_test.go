@@ -3,32 +3,33 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
 	"github.com/rlserver/rlserver/algo"
 )
 
-// Keys of every length from empty to past the widest record's room, of a tat kind and
-// of a wide one, land in each slab and in chunks; every one is found, scanned, snapshotted and removed at its own
+// Keys of every length from empty to past the widest record's room, of a kind of each
+// record form, land in each slab and in chunks; every one is found, scanned, snapshotted and removed at its own
 // deadline, though 16 records share one id in their slab's wheel.
 func TestRecordsOfEveryStride(t *testing.T) {
 	s := newStore(t, Config{Shards: 1})
 	var keys []string
 	deadline := map[string]int64{}
 	for n := range maxInlineKey + 10 {
-		for i, kind := range []algo.Kind{algo.KindGCRA, algo.KindToken} { // tat and wide records
-			key := string(bytes.Repeat([]byte{"aA"[i] + byte(n%26)}, n))
+		for i, kind := range []algo.Kind{algo.KindGCRA, algo.KindToken, algo.KindFixed} { // every form
+			key := string(bytes.Repeat([]byte{"aA0"[i] + byte(n%26)}, n))
 			if n == 0 && i > 0 {
 				continue // one empty key
 			}
-			window := int64(n+1)*10*ms + int64(i)*5*ms // each key its own deadline
+			window := int64(n+1)*10*ms + int64(i)*3*ms
 			if _, err := s.Do([]byte(key), request(kind, 1, window), t0); err != nil {
 				t.Fatal(err)
 			}
 			ttl, ok := s.TTL([]byte(key), t0)
-			if !ok || ttl < window {
-				t.Fatalf("TTL of a new %d-byte %s key = %d, %v; want at least %d", n, kind, ttl, ok, window)
+			if !ok || ttl <= 0 || ttl > window+1 {
+				t.Fatalf("TTL of a new %d-byte %s key = %d, %v; want within its %d µs window", n, kind, ttl, ok, window)
 			}
 			keys = append(keys, key)
 			deadline[key] = t0 + ttl
@@ -54,18 +55,20 @@ func TestRecordsOfEveryStride(t *testing.T) {
 		}
 	}
 	// Step the clock across the deadlines: Expire removes exactly the keys due.
-	sorted := slices.Clone(keys)
-	slices.SortFunc(sorted, func(a, b string) int { return int(deadline[a] - deadline[b]) })
-	for i, key := range sorted {
-		now := deadline[key]
-		if n := s.Expire(now - 1); n != 0 {
-			t.Fatalf("Expire(%d-byte key's deadline - 1µs) removed %d keys", len(key), n)
+	due := map[int64]int{}
+	for _, d := range deadline {
+		due[d]++
+	}
+	left := len(keys)
+	for _, d := range slices.Sorted(maps.Keys(due)) {
+		if n := s.Expire(d - 1); n != 0 {
+			t.Fatalf("Expire a µs before a deadline removed %d keys", n)
 		}
-		if n := s.Expire(now); n != 1 {
-			t.Fatalf("Expire at the %d-byte key's deadline removed %d keys, want 1", len(key), n)
+		if n := s.Expire(d); n != due[d] {
+			t.Fatalf("Expire at a deadline removed %d keys, want %d", n, due[d])
 		}
-		if left := s.Stats().Keys; left != len(keys)-i-1 {
-			t.Fatalf("%d keys left after %d deadlines, want %d", left, i+1, len(keys)-i-1)
+		if left -= due[d]; s.Stats().Keys != left {
+			t.Fatalf("%d keys left, want %d", s.Stats().Keys, left)
 		}
 	}
 	if b, empty := s.Stats().Bytes, newStore(t, Config{Shards: 1}).Stats().Bytes; b != empty {
@@ -97,4 +100,24 @@ func TestEvictAcrossSlabs(t *testing.T) {
 	if st := s.Stats(); st.Keys != 190 || st.Evicted != 10 {
 		t.Fatalf("%d keys, %d evicted; want 190, 10", st.Keys, st.Evicted)
 	}
+}
+
+// A fixed record packs the window index into 6 bytes, which times below 2^53 µs never
+// overflow; a later time moves the key to a wide record, and its count goes on.
+func TestFixedRecordOutgrown(t *testing.T) {
+	s := newStore(t, Config{Shards: 1})
+	r := request(algo.KindFixed, 10, ms)
+	late := int64(1) << 58 // window index 2^58/1000 > 2^48
+	for i, c := range []struct{ now, remaining int64 }{{t0, 9}, {late, 9}, {late, 8}} {
+		d, err := s.Do([]byte("k"), r, c.now)
+		if want := c.remaining; err != nil || !d.Allowed || d.Remaining != want {
+			t.Fatalf("call %d: %+v, %v; want allowed, %d remaining", i, d, err, want)
+		}
+	}
+	sh := &s.shards[0]
+	sh.each(func(slot uint32, e entry) {
+		if a, b := e.state(); e.f != nil || a != uint64(late/ms) || b != 2 {
+			t.Fatalf("record of form %d holds %d, %d; want a wide record with %d, 2", slabClasses[slot>>slotClassShift].form, a, b, late/ms)
+		}
+	})
 }

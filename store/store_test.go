@@ -660,7 +660,7 @@ func TestScanCursorOutOfRange(t *testing.T) {
 	if _, err := s.Do([]byte("k"), request(algo.KindFixed, 1, sec), t0); err != nil {
 		t.Fatal(err)
 	}
-	for _, cursor := range []uint64{2 << 32, math.MaxUint64, 1<<32 | 1_000_000_000} {
+	for _, cursor := range []uint64{2 << 32, math.MaxUint64, 1<<32 | uint64(len(slabClasses))<<slotClassShift} {
 		if next, keys := s.Scan(cursor, 10, nil, 0, t0); next != 0 || len(keys) != 0 {
 			t.Errorf("Scan(%#x) = %#x, %q", cursor, next, keys)
 		}
