@@ -1,57 +1,18 @@
 package resp
 
 import (
-	"net"
-	"strconv"
-	"time"
-
 	"github.com/rlserver/rlserver/store"
 )
-
-// configParams are the parameters CONFIG GET knows: what redis-benchmark, redis-cli
-// and client libraries ask, answered as a Redis without RDB or AOF would (rlserver's
-// snapshot is its own format, set by -snapshot), plus rlserver's own.
-func (s *Server) configParams() [][2]string {
-	host, port := "", ""
-	if a := s.Addr(); a != nil {
-		host, port, _ = net.SplitHostPort(a.String())
-	}
-	tlsPort := "0"
-	if a := s.TLSAddr(); a != nil {
-		_, tlsPort, _ = net.SplitHostPort(a.String())
-	}
-	yesNo := map[bool]string{true: "yes", false: "no"}
-	return [][2]string{
-		{"save", ""},
-		{"appendonly", "no"},
-		{"maxmemory", strconv.FormatInt(s.cfg.MaxMemory, 10)},
-		{"maxmemory-policy", s.memoryPolicy()},
-		{"databases", "1"},
-		{"bind", host},
-		{"port", port},
-		{"timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10)},
-		{"requirepass", s.cfg.RequirePass}, // in clear, as Redis answers it
-		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
-		{"proto-max-bulk-len", strconv.FormatInt(s.cfg.ProtoMaxBulkLen, 10)},
-		{"tls-port", tlsPort},
-		{"tls-cert-file", s.cfg.TLSCertFile},
-		{"tls-key-file", s.cfg.TLSKeyFile},
-		{"protected-mode", "no"},
-		{"cluster-enabled", yesNo[s.cfg.Cluster != nil]},
-		{"enable-debug-command", yesNo[s.cfg.EnableDebugCommand]},
-		{"shards", strconv.Itoa(s.cfg.Shards)},
-		{"max-log-limit", strconv.FormatInt(s.cfg.MaxLogLimit, 10)},
-	}
-}
 
 // cmdConfigGet serves CONFIG GET pattern [pattern ...]: a map (RESP3) or flat
 // array (RESP2) of the matching parameters, each once.
 func cmdConfigGet(s *Server, c *client, args [][]byte, _ int64) {
+	t := s.tun.Load()
 	var found [][2]string
-	for _, p := range s.configParams() {
+	for _, p := range params {
 		for _, pat := range args[2:] {
-			if store.Match(pat, []byte(p[0]), true) {
-				found = append(found, p)
+			if store.Match(pat, []byte(p.name), true) {
+				found = append(found, [2]string{p.name, p.get(s, t)})
 				break
 			}
 		}
@@ -63,9 +24,39 @@ func cmdConfigGet(s *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
-// cmdConfigRewrite serves CONFIG REWRITE: there is no config file to rewrite (flags
-// only), which is an error when it runs, as Redis's without one: inside Sentinel's
-// MULTI the other commands still run.
-func cmdConfigRewrite(_ *Server, c *client, _ [][]byte, _ int64) {
-	c.writeError("ERR The server is running without a config file")
+// cmdConfigSet serves CONFIG SET name value [name value ...]: all of them, or on
+// any error none.
+func cmdConfigSet(s *Server, c *client, args [][]byte, _ int64) {
+	if len(args)%2 != 0 {
+		c.writeError("ERR wrong number of arguments for 'config|set' command")
+		return
+	}
+	if err := s.setConfig(args[2:]); err != nil {
+		c.writeError(err.Error())
+		return
+	}
+	c.w.WriteString("OK")
+}
+
+// cmdConfigRewrite serves CONFIG REWRITE: the running settings into the config file.
+// Without one it is an error when it runs, as Redis's: inside Sentinel's MULTI the
+// other commands still run.
+func cmdConfigRewrite(s *Server, c *client, _ [][]byte, _ int64) {
+	if s.cfg.ConfigFile == "" {
+		c.writeError(errNoConfigFile)
+		return
+	}
+	if err := s.rewriteConfig(); err != nil {
+		s.log.Error("CONFIG REWRITE failed", "file", s.cfg.ConfigFile, "err", err)
+		c.writeError("ERR Rewriting config file: " + err.Error())
+		return
+	}
+	s.log.Info("CONFIG REWRITE executed with success", "file", s.cfg.ConfigFile)
+	c.w.WriteString("OK")
+}
+
+// cmdConfigResetStat serves CONFIG RESETSTAT: INFO's counters start again from zero.
+func cmdConfigResetStat(s *Server, c *client, _ [][]byte, _ int64) {
+	s.resetStats()
+	c.w.WriteString("OK")
 }

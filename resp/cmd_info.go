@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/offheap"
+	"github.com/rlserver/rlserver/store"
 )
 
 // infoSections are INFO's sections, in order.
@@ -78,13 +79,14 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 	case "clients":
 		return [][2]string{
 			{"connected_clients", itoa(s.connected.Load())},
-			{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+			{"maxclients", strconv.FormatInt(s.tun.Load().maxClients, 10)},
 			{"blocked_clients", "0"},
 		}
 	case "memory":
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		st := s.store.Stats()
+		t := s.tun.Load()
 		used := m.HeapAlloc + uint64(offheap.Bytes()) // the store lives off the Go heap
 		rss := processRSS(m.Sys - m.HeapReleased + uint64(offheap.Bytes()))
 		return [][2]string{
@@ -94,26 +96,26 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 			{"used_memory_rss_human", human(rss)},
 			{"used_memory_dataset", itoa(st.Bytes)},
 			{"used_memory_dataset_human", human(uint64(st.Bytes))},
-			{"maxmemory", itoa(s.cfg.MaxMemory)},
-			{"maxmemory_human", human(uint64(s.cfg.MaxMemory))},
-			{"maxmemory_policy", s.memoryPolicy()},
+			{"maxmemory", itoa(t.maxMemory)},
+			{"maxmemory_human", human(uint64(t.maxMemory))},
+			{"maxmemory_policy", t.effectivePolicy()},
 			{"mem_allocator", "go"},
 		}
 	case "persistence":
 		return s.persistenceInfo()
 	case "stats":
-		st := s.store.Stats()
-		cmds, errs := s.stats()
+		c := s.statsSinceReset()
+		st := c.store
 		kv := [][2]string{
-			{"total_connections_received", utoa(s.connections.Load())},
-			{"rejected_connections", utoa(s.rejected.Load())},
-			{"total_commands_processed", utoa(cmds)},
-			{"total_error_replies", utoa(errs)},
+			{"total_connections_received", utoa(c.connections)},
+			{"rejected_connections", utoa(c.rejected)},
+			{"total_commands_processed", utoa(c.commands)},
+			{"total_error_replies", utoa(c.errors)},
 			{"expired_keys", utoa(st.Expired)},
 			{"evicted_keys", utoa(st.Evicted)},
-			{"sync_full", utoa(s.repl.syncFull.Load())},
-			{"sync_partial_ok", utoa(s.repl.syncPartialOK.Load())},
-			{"sync_partial_err", utoa(s.repl.syncPartialErr.Load())},
+			{"sync_full", utoa(c.syncFull)},
+			{"sync_partial_ok", utoa(c.syncPartialOK)},
+			{"sync_partial_err", utoa(c.syncPartialErr)},
 		}
 		for k := algo.KindFixed; k <= algo.KindLease; k++ {
 			name := strings.ReplaceAll(k.Command(), ".", "_")
@@ -133,6 +135,49 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 		}
 	}
 	return nil
+}
+
+// statCounters are INFO stats' counters.
+type statCounters struct {
+	connections, rejected, commands, errors uint64
+	syncFull, syncPartialOK, syncPartialErr uint64
+	store                                   store.Stats // its counters: Expired, Evicted, Allowed, Limited
+}
+
+// readStats reads the counters since the start.
+func (s *Server) readStats() statCounters {
+	c := statCounters{connections: s.connections.Load(), rejected: s.rejected.Load(),
+		syncFull: s.repl.syncFull.Load(), syncPartialOK: s.repl.syncPartialOK.Load(),
+		syncPartialErr: s.repl.syncPartialErr.Load(), store: s.store.Stats()}
+	c.commands, c.errors = s.stats()
+	return c
+}
+
+// statsSinceReset reads the counters since the last CONFIG RESETSTAT. The counters
+// themselves never go back: /metrics exports them, and Prometheus reads a counter
+// that falls as a restart.
+func (s *Server) statsSinceReset() statCounters {
+	c, base := s.readStats(), s.statBase.Load()
+	c.connections -= base.connections
+	c.rejected -= base.rejected
+	c.commands -= base.commands
+	c.errors -= base.errors
+	c.syncFull -= base.syncFull
+	c.syncPartialOK -= base.syncPartialOK
+	c.syncPartialErr -= base.syncPartialErr
+	c.store.Expired -= base.store.Expired
+	c.store.Evicted -= base.store.Evicted
+	for k := range c.store.Allowed {
+		c.store.Allowed[k] -= base.store.Allowed[k]
+		c.store.Limited[k] -= base.store.Limited[k]
+	}
+	return c
+}
+
+// resetStats is CONFIG RESETSTAT: INFO's counters start again from zero.
+func (s *Server) resetStats() {
+	c := s.readStats()
+	s.statBase.Store(&c)
 }
 
 // human formats a byte count as Redis's *_human fields do: "1.50M".
