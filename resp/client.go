@@ -27,7 +27,7 @@ type client struct {
 	batchStart time.Time
 	batchMark  time.Duration
 	batchOpen  bool
-	authed    bool // by AUTH or HELLO AUTH, or no password is required
+	authed     bool // by AUTH or HELLO AUTH, or no password is required
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestConfigSet: every CONFIG SET parameter changes what CONFIG GET and INFO show,
