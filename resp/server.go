@@ -512,6 +512,9 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	}
 	c.last.Store(cm)
 	cm.run(s, c, args, c.batchNow)
+	if cm.noMulti {
+		return // it may have handed the connection to a goroutine of its own, which owns c now
+	}
 	end := time.Since(c.batchStart)
 	took := end - c.batchMark
 	c.batchMark = end
