@@ -6,10 +6,7 @@ package deploy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 	"go.yaml.in/yaml/v3"
 )
@@ -99,26 +97,10 @@ func TestQueriedMetricsAreExported(t *testing.T) {
 // start runs a server with cfg and its /metrics, both closed when t ends.
 func start(t *testing.T, cfg resp.Config) (metrics *httptest.Server, addr string) {
 	t.Helper()
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	srv, err := resp.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	srv, addr := testenv.Serve(t, cfg)
 	metrics = httptest.NewServer(srv.MetricsHandler())
-	t.Cleanup(func() {
-		metrics.Close()
-		srv.Close()
-		if err := <-done; err != nil && !errors.Is(err, resp.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return metrics, ln.Addr().String()
+	t.Cleanup(metrics.Close)
+	return metrics, addr
 }
 
 // scrape adds the series names url/metrics exports to names; a histogram's as

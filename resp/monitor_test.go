@@ -13,10 +13,7 @@ import (
 // server stops feeding it.
 func TestMonitor(t *testing.T) {
 	ts := startServer(t, Config{})
-	mon := ts.raw(t)
-	mon.send("MONITOR\r\n")
-	mon.expect("+OK\r\n")
-	waitFor(t, "the watcher", func() bool { return ts.mon.n.Load() == 1 })
+	mon := watch(t, ts)
 	rdb := ts.client(t, 2)
 	run(t, rdb, []call{
 		{"RL.TOKEN user:1 10 1000", "[1 10 9 0 100]"},
@@ -54,10 +51,7 @@ func TestMonitor(t *testing.T) {
 // queue passes the bound, and no command waits for it meanwhile.
 func TestMonitorSlowWatcher(t *testing.T) {
 	ts := startServer(t, Config{})
-	mon := ts.raw(t)
-	mon.send("MONITOR\r\n")
-	mon.expect("+OK\r\n")
-	waitFor(t, "the watcher", func() bool { return ts.mon.n.Load() == 1 })
+	watch(t, ts) // never read
 	r := ts.raw(t)
 	arg := strings.Repeat("x", 60<<10)
 	begin := time.Now()
@@ -68,4 +62,14 @@ func TestMonitorSlowWatcher(t *testing.T) {
 		r.send("ECHO " + arg + "\r\n")
 		r.expect("$61440\r\n" + arg + "\r\n")
 	}
+}
+
+// watch opens a MONITOR connection and waits until the server feeds it.
+func watch(t *testing.T, ts *testServer) *rawConn {
+	t.Helper()
+	mon := ts.raw(t)
+	mon.send("MONITOR\r\n")
+	mon.expect("+OK\r\n")
+	waitFor(t, "the watcher", func() bool { return ts.mon.n.Load() == 1 })
+	return mon
 }
