@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"sync"
@@ -20,6 +21,8 @@ type monitors struct {
 	n   atomic.Int32
 	mu  sync.Mutex
 	set map[*watcher]struct{}
+	// maxQueue is monitorMaxQueue unless a test lowers it.
+	maxQueue int
 }
 
 // watcher is one MONITOR connection's queue.
@@ -124,7 +127,7 @@ func (s *Server) feedMonitors(c *client, cm *command, args [][]byte) {
 	defer s.mon.mu.Unlock()
 	for w := range s.mon.set {
 		w.mu.Lock()
-		full := len(w.buf)+len(line) > monitorMaxQueue
+		full := len(w.buf)+len(line) > cmp.Or(s.mon.maxQueue, monitorMaxQueue)
 		if !full {
 			w.buf = append(w.buf, line...)
 		}

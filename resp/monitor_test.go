@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -51,16 +52,18 @@ func TestMonitor(t *testing.T) {
 // queue passes the bound, and no command waits for it meanwhile.
 func TestMonitorSlowWatcher(t *testing.T) {
 	ts := startServer(t, Config{})
-	watch(t, ts) // never read
+	ts.mon.maxQueue = 256 << 10
+	mon := watch(t, ts) // never read
+	mon.conn.(*net.TCPConn).SetReadBuffer(4 << 10)
 	r := ts.raw(t)
-	arg := strings.Repeat("x", 60<<10)
+	arg := strings.Repeat("x", 64<<10)
 	begin := time.Now()
 	for ts.mon.n.Load() == 1 {
 		if time.Since(begin) > 30*time.Second {
 			t.Fatal("a watcher that never reads was still fed after 30 s")
 		}
-		r.send("ECHO " + arg + "\r\n")
-		r.expect("$61440\r\n" + arg + "\r\n")
+		r.send("*2\r\n$4\r\nECHO\r\n$65536\r\n" + arg + "\r\n")
+		r.expect("$65536\r\n" + arg + "\r\n")
 	}
 }
 
