@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server bench-client bench-replication soak experiments scale docs clean
+.PHONY: build run test bench bench-server bench-client bench-replication soak experiments scale docs release clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -58,5 +58,18 @@ scale: build
 docs:
 	$(GO) test ./resp -run TestCommandsDoc -update
 
+# Static release binaries, the version stamped (rlserver --version, INFO): dist/rlserver-VERSION-linux-ARCH.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+RELEASE_ARCHS := amd64 arm64
+
+release:
+	@mkdir -p dist
+	@for arch in $(RELEASE_ARCHS); do \
+		out=dist/rlserver-$(VERSION)-linux-$$arch; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath \
+			-ldflags "-s -w -X github.com/rlserver/rlserver/resp.Version=$(VERSION)" -o $$out ./cmd/rlserver || exit 1; \
+		echo $$out; \
+	done
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

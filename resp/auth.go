@@ -24,11 +24,12 @@ func (s *Server) checkAuth(user, pass []byte) bool {
 	if string(user) != "default" {
 		return false
 	}
-	if s.cfg.RequirePass == "" {
+	t := s.tun.Load()
+	if t.requirePass == "" {
 		return true
 	}
 	sum := sha256.Sum256(pass)
-	return subtle.ConstantTimeCompare(sum[:], s.passHash[:]) == 1
+	return subtle.ConstantTimeCompare(sum[:], t.passHash[:]) == 1
 }
 
 // cmdAuth serves AUTH [username] password. A failed AUTH leaves a connection that
@@ -37,7 +38,7 @@ func cmdAuth(s *Server, c *client, args [][]byte, _ int64) {
 	user, pass := []byte("default"), args[len(args)-1]
 	switch len(args) {
 	case 2:
-		if s.cfg.RequirePass == "" {
+		if s.tun.Load().requirePass == "" {
 			c.writeError(errNoPassword)
 			return
 		}
@@ -58,7 +59,7 @@ func cmdAuth(s *Server, c *client, args [][]byte, _ int64) {
 // warnIfExposed logs a warning when the server listens beyond loopback without a
 // password: anyone who can reach the port could then drain or reset any limit.
 func (s *Server) warnIfExposed(addr net.Addr) {
-	if s.cfg.RequirePass != "" {
+	if s.tun.Load().requirePass != "" {
 		return
 	}
 	if ta, ok := addr.(*net.TCPAddr); ok && !ta.IP.IsLoopback() {

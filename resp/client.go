@@ -20,10 +20,14 @@ type client struct {
 	created time.Time
 	scratch []byte // reused for reply headers
 
-	// The time of the pipeline being run (see serveCommand), valid while batchOpen.
-	batchNow  int64
-	batchOpen bool
-	authed    bool // by AUTH or HELLO AUTH, or no password is required
+	// The time of the pipeline being run (see serveCommand), valid while batchOpen:
+	// the server clock's, the real one when it began, and how long after that the
+	// last command ended.
+	batchNow   int64
+	batchStart time.Time
+	batchMark  time.Duration
+	batchOpen  bool
+	authed     bool // by AUTH or HELLO AUTH, or no password is required
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool

@@ -27,6 +27,14 @@ func (c *clock) now() int64 {
 	return time.Now().UnixMicro()
 }
 
+// at is now for a caller that has just read the real time t.
+func (c *clock) at(t time.Time) int64 {
+	if f := c.frozen.Load(); f != realTime {
+		return f
+	}
+	return t.UnixMicro()
+}
+
 // set freezes the clock at t.
 func (c *clock) set(t int64) { c.frozen.Store(t) }
 

@@ -22,6 +22,12 @@ const (
 	// maxInlineLen is the longest inline command, or length line, that may wait for
 	// its newline: Redis's PROTO_INLINE_MAX_SIZE (64 KB).
 	maxInlineLen = 64 << 10
+	// unauthMaxArgs and unauthMaxBulk bound a request before the connection has
+	// authenticated, when a password is required: Redis's limits, so that whoever can
+	// reach the port cannot make the server parse 2^20 arguments or hold
+	// proto-max-bulk-len bytes per argument without the password.
+	unauthMaxArgs = 10
+	unauthMaxBulk = 16 << 10
 	// rejectTimeout bounds how long a refused connection may take to receive its
 	// error (a TLS handshake included) before it is closed anyway.
 	rejectTimeout = time.Second
@@ -36,6 +42,8 @@ var (
 	errInlineTooBig     = errors.New("ERR Protocol error: too big inline request")
 	errMultibulkTooLong = errors.New("ERR Protocol error: too big mbulk count string")
 	errBulkTooLong      = errors.New("ERR Protocol error: too big bulk count string")
+	errUnauthMultibulk  = errors.New("ERR Protocol error: unauthenticated multibulk length")
+	errUnauthBulk       = errors.New("ERR Protocol error: unauthenticated bulk length")
 )
 
 // limitListener enforces maxclients at accept and wraps each connection in a
@@ -68,7 +76,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		pause = 0
 		// The slot is reserved here and given back by closeConn, so that two
 		// listeners accepting at once cannot both take the last one.
-		if l.s.connected.Add(1) > int64(l.s.cfg.MaxClients) {
+		if l.s.connected.Add(1) > l.s.tun.Load().maxClients {
 			l.s.connected.Add(-1)
 			l.s.rejected.Add(1)
 			go reject(conn, errMaxClients)
@@ -97,7 +105,12 @@ type limitConn struct {
 	net.Conn
 	maxBulk int64
 	scan    requestScan
-	broken  error // a bound broken in the bytes of the last Read, reported by the next
+	broken  error   // a bound broken in the bytes of the last Read, reported by the next
+	client  *client // set by accept: whether it has authenticated
+	// held are bytes read past an unauthenticated bound, kept until the commands
+	// before it have run: one of them may be the AUTH that lifts it.
+	held    []byte
+	heldErr error
 }
 
 // Read passes on the bytes up to a broken bound; the bad request is then incomplete
@@ -107,10 +120,26 @@ func (c *limitConn) Read(p []byte) (int, error) {
 	if c.broken != nil {
 		return 0, c.fail()
 	}
-	n, err := c.Conn.Read(p)
-	ok, bad := c.scan.feed(p[:n], c.maxBulk)
+	authed := c.client != nil && c.client.authed
+	var n int
+	var err error
+	if len(c.held) > 0 {
+		if !authed {
+			c.broken = c.heldErr
+			return 0, c.fail()
+		}
+		n = copy(p, c.held)
+		c.held = c.held[n:]
+	} else {
+		n, err = c.Conn.Read(p)
+	}
+	ok, bad := c.scan.feed(p[:n], c.maxBulk, authed)
 	if bad == nil {
 		return n, err
+	}
+	if ok > 0 && (bad == errUnauthMultibulk || bad == errUnauthBulk) {
+		c.held, c.heldErr = append([]byte(nil), p[ok:n]...), bad
+		return ok, nil
 	}
 	c.broken = bad
 	if ok > 0 {
@@ -153,9 +182,11 @@ type requestScan struct {
 // it, num*10+9 cannot overflow an int64.
 const overflow = 1 << 59
 
-// feed scans b. If a bound is broken it returns the error and how many bytes of b
-// come before the point where it was found.
-func (r *requestScan) feed(b []byte, maxBulk int64) (int, error) {
+// feed scans b, with the bounds of an unauthenticated connection unless authed. If
+// a bound is broken it returns the error and how many bytes of b come before the
+// point where it was found; the scan stands there, so feeding the rest of b later
+// checks the same length again.
+func (r *requestScan) feed(b []byte, maxBulk int64, authed bool) (int, error) {
 	for i := 0; i < len(b); {
 		switch r.state {
 		case scanCommand:
@@ -203,7 +234,7 @@ func (r *requestScan) feed(b []byte, maxBulk int64) (int, error) {
 				}
 				return len(b), nil
 			}
-			if err := r.endLength(maxBulk); err != nil {
+			if err := r.endLength(maxBulk, authed); err != nil {
 				// Withhold the line's newline: redcon would otherwise parse the
 				// count and loop once per announced argument on every read.
 				return end, err
@@ -234,9 +265,10 @@ func (r *requestScan) feed(b []byte, maxBulk int64) (int, error) {
 	return len(b), nil
 }
 
-// endLength checks a complete length line. Lines redcon itself rejects (a sign,
-// other characters, a zero count) are left to it.
-func (r *requestScan) endLength(maxBulk int64) error {
+// endLength checks a complete length line; it changes nothing when it answers an
+// error. Lines redcon itself rejects (a sign, other characters, a zero count) are
+// left to it.
+func (r *requestScan) endLength(maxBulk int64, authed bool) error {
 	if !r.numOK {
 		r.state = scanOff
 		return nil
@@ -245,6 +277,8 @@ func (r *requestScan) endLength(maxBulk int64) error {
 		switch {
 		case r.num >= overflow || r.num > maxMultibulkLen:
 			return errMultibulkLength
+		case !authed && r.num > unauthMaxArgs:
+			return errUnauthMultibulk
 		case r.num == 0:
 			r.state = scanOff
 		default:
@@ -254,6 +288,9 @@ func (r *requestScan) endLength(maxBulk int64) error {
 	}
 	if r.num >= overflow || r.num > maxBulk {
 		return errBulkLength
+	}
+	if !authed && r.num > unauthMaxBulk {
+		return errUnauthBulk
 	}
 	r.state, r.skip = scanBulkData, r.num+2
 	return nil

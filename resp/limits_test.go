@@ -124,35 +124,44 @@ func TestRequestBounds(t *testing.T) {
 
 // TestRequestScan feeds requests to the scanner in every split into two reads: a
 // bound is found, with the bytes before it, whatever the split; good requests pass.
+// Unauthenticated, the bounds are Redis's 10 arguments of 16 KB.
 func TestRequestScan(t *testing.T) {
 	for _, tc := range []struct {
-		in   string
-		want error
+		in     string
+		unauth bool
+		want   error
 	}{
-		{"*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\nPING\r\n*1\r\n$4\r\nPING\r\n", nil},
-		{"*2\r\n$4\r\nECHO\r\n$11\r\n", errBulkLength},
-		{"*3\r\n$4\r\nECHO\r\n$10\r\n0123456789\r\n$11\r\n", errBulkLength},
-		{"PING\r\n*1048577\r\n", errMultibulkLength},
-		{"*1\r\n$99999999999999999999999999999\r\n", errBulkLength},
-		{"*99999999999999999999999999999\r\n", errMultibulkLength},
-		{"*1048576\r\n$4\r\n", nil},
+		{"*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\nPING\r\n*1\r\n$4\r\nPING\r\n", false, nil},
+		{"*2\r\n$4\r\nECHO\r\n$100001\r\n", false, errBulkLength},
+		{"*3\r\n$4\r\nECHO\r\n$10\r\n0123456789\r\n$100001\r\n", false, errBulkLength},
+		{"PING\r\n*1048577\r\n", false, errMultibulkLength},
+		{"*1\r\n$99999999999999999999999999999\r\n", false, errBulkLength},
+		{"*99999999999999999999999999999\r\n", false, errMultibulkLength},
+		{"*1048576\r\n$4\r\n", false, nil},
+		{"*11\r\n$100000\r\n", false, nil},
+		// Before AUTH: 10 arguments of 16 KB.
+		{"*10\r\n$16384\r\n", true, nil},
+		{"PING\r\n*11\r\n", true, errUnauthMultibulk},
+		{"*1048577\r\n", true, errMultibulkLength}, // the bound for everyone comes first, as in Redis
+		{"*2\r\n$4\r\nECHO\r\n$16385\r\n", true, errUnauthBulk},
+		{"*2\r\n$4\r\nECHO\r\n$100001\r\n", true, errBulkLength},
 		// Left to redcon, which answers its own errors: nothing is found here.
-		{"*-1\r\n$99999\r\n", nil},
-		{"*1\r\n:99999\r\n", nil},
-		{"*1\r\n$-99999\r\n", nil},
-		{"*1x\r\n$99999\r\n", nil},
-		{"*0\r\n*99999999\r\n", nil},
+		{"*-1\r\n$999999\r\n", false, nil},
+		{"*1\r\n:999999\r\n", false, nil},
+		{"*1\r\n$-999999\r\n", false, nil},
+		{"*1x\r\n$999999\r\n", false, nil},
+		{"*0\r\n*99999999\r\n", false, nil},
 	} {
 		for split := 0; split <= len(tc.in); split++ {
 			var r requestScan
 			first, second := []byte(tc.in[:split]), []byte(tc.in[split:])
-			n, err := r.feed(first, 10)
+			n, err := r.feed(first, 100000, !tc.unauth)
 			if err == nil && n != len(first) {
 				t.Errorf("%q split at %d: passed %d of %d bytes with no error", tc.in, split, n, len(first))
 			}
 			if err == nil {
 				first = second
-				n, err = r.feed(second, 10)
+				n, err = r.feed(second, 100000, !tc.unauth)
 			}
 			if !errors.Is(err, tc.want) {
 				t.Errorf("%q split at %d: err %v, want %v", tc.in, split, err, tc.want)
@@ -199,9 +208,64 @@ func BenchmarkRequestScan(b *testing.B) {
 	var r requestScan
 	b.SetBytes(int64(len(req)) / 16)
 	for b.Loop() {
-		if _, err := r.feed(req, DefaultProtoMaxBulkLen); err != nil {
+		if _, err := r.feed(req, DefaultProtoMaxBulkLen, true); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/16, "ns/command")
+}
+
+// TestUnauthenticatedBounds: with a password, before AUTH a request of more than 10
+// arguments or a bulk over 16 KB is refused with Redis's error and the connection
+// closed, at once: 2^20 announced arguments are not parsed first. An AUTH earlier in
+// the same write lifts the bounds for what follows; without a password there are none.
+func TestUnauthenticatedBounds(t *testing.T) {
+	ts := startServer(t, Config{RequirePass: "pw"})
+	for _, tc := range []struct {
+		name, send, want string
+	}{
+		{"11 arguments", "*11\r\n", "-ERR Protocol error: unauthenticated multibulk length\r\n"},
+		{"a bulk of 16 KB + 1", "*2\r\n$4\r\nECHO\r\n$16385\r\n", "-ERR Protocol error: unauthenticated bulk length\r\n"},
+		{"after a refused command", "PING\r\n*12\r\n", "-NOAUTH Authentication required.\r\n-ERR Protocol error: unauthenticated multibulk length\r\n"},
+		{"after a failed AUTH", "AUTH nope\r\n*12\r\n", "-WRONGPASS invalid username-password pair or user is disabled.\r\n-ERR Protocol error: unauthenticated multibulk length\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.raw(t)
+			r.send(tc.send)
+			r.expect(tc.want)
+			r.expectClosed()
+		})
+	}
+	t.Run("2^20 arguments announced", func(t *testing.T) {
+		var req strings.Builder
+		req.WriteString("*1048576\r\n")
+		for range 1 << 16 { // the first 64k of them, as a client would stream them
+			req.WriteString("$1\r\nk\r\n")
+		}
+		r := ts.raw(t)
+		begin := time.Now()
+		go r.conn.Write([]byte(req.String())) // the server may close before it has all
+		r.expect("-ERR Protocol error: unauthenticated multibulk length\r\n")
+		took := time.Since(begin)
+		r.expectClosed()
+		t.Logf("refused in %v", took)
+		if took > time.Second {
+			t.Errorf("refused after %v", took)
+		}
+	})
+	t.Run("within the bounds, then AUTH lifts them", func(t *testing.T) {
+		r := ts.raw(t)
+		small := "*10\r\n$6\r\nEXISTS\r\n" + strings.Repeat("$1\r\nx\r\n", 9)
+		r.send(small)
+		r.expect("-NOAUTH Authentication required.\r\n")
+		big := "*2\r\n$4\r\nECHO\r\n$20000\r\n" + strings.Repeat("y", 20000) + "\r\n"
+		r.send("AUTH pw\r\n" + big + "*11\r\n$6\r\nEXISTS\r\n" + strings.Repeat("$1\r\nk\r\n", 10))
+		r.expect("+OK\r\n$20000\r\n" + strings.Repeat("y", 20000) + "\r\n:0\r\n")
+	})
+	t.Run("no password, no bounds", func(t *testing.T) {
+		open := startServer(t, Config{})
+		r := open.raw(t)
+		r.send("*11\r\n$6\r\nEXISTS\r\n" + strings.Repeat("$1\r\nk\r\n", 10))
+		r.expect(":0\r\n")
+	})
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/rlserver/rlserver/store"
 )
 
 // memoryUnits are Redis's memory suffixes: k, m, g are powers of 1000, kb, mb, gb
@@ -33,13 +31,4 @@ func ParseMemory(s string) (int64, error) {
 		return 0, fmt.Errorf("memory size must be a non-negative byte count with an optional k, kb, m, mb, g or gb suffix, got %q", s)
 	}
 	return n * scale, nil
-}
-
-// memoryPolicy is the policy in effect, as CONFIG GET and INFO report it: without
-// -maxmemory nothing is ever evicted, so noeviction, as Redis's default says.
-func (s *Server) memoryPolicy() string {
-	if s.cfg.MaxMemory == 0 {
-		return store.PolicyNoEviction.String()
-	}
-	return s.cfg.MaxMemoryPolicy.String()
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -92,6 +93,16 @@ var (
 		"Limiter calls and deletions since the last snapshot; only with -snapshot.", nil, nil)
 	descSnapshotOK = prometheus.NewDesc("rlserver_snapshot_last_ok",
 		"1 if the last snapshot succeeded, 0 if it failed; only with -snapshot.", nil, nil)
+	descMaxMemory = prometheus.NewDesc("rlserver_maxmemory_bytes",
+		"The bound on rlserver_store_bytes (maxmemory); 0: none.", nil, nil)
+	descMaxClients = prometheus.NewDesc("rlserver_maxclients", "The bound on open connections (maxclients).", nil, nil)
+	descReplicas   = prometheus.NewDesc("rlserver_connected_replicas", "Replicas connected to this primary.", nil, nil)
+	descReplicaLag = prometheus.NewDesc("rlserver_replica_lag_bytes",
+		"How far a replica's acknowledged offset is behind this primary's, by replica address.", []string{"replica"}, nil)
+	descLinkUp = prometheus.NewDesc("rlserver_master_link_up",
+		"1 if this replica's link to its primary is up, 0 if down; only on a replica.", nil, nil)
+	descLastIO = prometheus.NewDesc("rlserver_master_last_io_seconds",
+		"Seconds since this replica last heard from its primary; only on a replica that has.", nil, nil)
 )
 
 // collector exports a Server's counters to Prometheus when scraped.
@@ -101,7 +112,8 @@ type collector struct{ s *Server }
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRequests, descLatency, descCommands, descErrors, descKeys, descBytes,
 		descExpired, descEvicted, descClients, descConnections, descRejected, descSnapshotAge,
-		descSnapshotChanges, descSnapshotOK} {
+		descSnapshotChanges, descSnapshotOK, descMaxMemory, descMaxClients, descReplicas, descReplicaLag,
+		descLinkUp, descLastIO} {
 		ch <- d
 	}
 }
@@ -154,6 +166,38 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			ok = 0
 		}
 		gauge(descSnapshotOK, ok)
+	}
+	t := s.tun.Load()
+	gauge(descMaxMemory, float64(t.maxMemory))
+	gauge(descMaxClients, float64(t.maxClients))
+	s.collectReplication(ch)
+}
+
+// collectReplication sends the replication metrics: a primary's replicas and their
+// lag, a replica's link.
+func (s *Server) collectReplication(ch chan<- prometheus.Metric) {
+	views := s.replicaViews()
+	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(len(views)))
+	offset := s.masterOffset()
+	for _, v := range views {
+		ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, float64(max(offset-v.offset, 0)),
+			net.JoinHostPort(v.ip, strconv.Itoa(v.port)))
+	}
+	s.repl.mu.Lock()
+	l := s.repl.link
+	replica := s.repl.masterHost != ""
+	s.repl.mu.Unlock()
+	if !replica {
+		return
+	}
+	up := 0.0
+	if l != nil && l.up.Load() {
+		up = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descLinkUp, prometheus.GaugeValue, up)
+	if l != nil && l.lastIO.Load() != 0 {
+		ch <- prometheus.MustNewConstMetric(descLastIO, prometheus.GaugeValue,
+			time.Since(time.Unix(0, l.lastIO.Load())).Seconds())
 	}
 }
 

@@ -93,6 +93,9 @@ func TestMetrics(t *testing.T) {
 		"\nrlserver_snapshot_age_seconds ",
 		"\nrlserver_store_bytes ",
 		"\ngo_goroutines ",
+		"\nrlserver_maxmemory_bytes 0\n",
+		"\nrlserver_maxclients 10000\n",
+		"\nrlserver_connected_replicas 0\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q", want)
@@ -106,6 +109,24 @@ func TestMetrics(t *testing.T) {
 	if text := scrape(t, ts); !strings.Contains(text, "rlserver_snapshot_changes 0") {
 		t.Error("rlserver_snapshot_changes is not 0 after SAVE")
 	}
+}
+
+// TestReplicationMetrics: a primary shows its replica and the replica's lag, the
+// replica its link; a replica whose primary is gone shows the link down.
+func TestReplicationMetrics(t *testing.T) {
+	primary := startServer(t, Config{})
+	replica := startServer(t, Config{ReplicaOf: primary.addr})
+	waitFor(t, "the link", func() bool { return strings.Contains(scrape(t, replica), "\nrlserver_master_link_up 1\n") })
+	if text := scrape(t, replica); !strings.Contains(text, "\nrlserver_master_last_io_seconds ") {
+		t.Errorf("the replica's scrape lacks rlserver_master_last_io_seconds")
+	}
+	waitFor(t, "the replica on the primary", func() bool {
+		text := scrape(t, primary)
+		return strings.Contains(text, "\nrlserver_connected_replicas 1\n") &&
+			strings.Contains(text, "\nrlserver_replica_lag_bytes{replica=\"127.0.0.1:")
+	})
+	primary.Close()
+	waitFor(t, "the link down", func() bool { return strings.Contains(scrape(t, replica), "\nrlserver_master_link_up 0\n") })
 }
 
 // TestMetricsWithoutSnapshot: the snapshot gauges are left out when snapshots are off.

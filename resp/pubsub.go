@@ -34,6 +34,7 @@ type subscriber struct {
 	wmu      sync.Mutex
 	channels map[string]struct{} // guarded by pubsub.mu
 	patterns map[string]struct{} // guarded by pubsub.mu
+	watch    *watcher            // set by MONITOR (monitor.go)
 }
 
 // count is how many channels and patterns sub has; pubsub.mu is held.
@@ -75,6 +76,9 @@ func (s *Server) serveDetached(sub *subscriber) {
 		}
 		delete(s.ps.subs, sub)
 		s.ps.mu.Unlock()
+		if sub.watch != nil {
+			s.unwatch(sub.watch)
+		}
 		sub.wmu.Lock() // Close flushes: not while a publisher writes
 		sub.dc.Close()
 		sub.wmu.Unlock()

@@ -10,7 +10,6 @@ package resp
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
@@ -27,8 +26,9 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// Version is rlserver's version, reported by INFO and COMMAND DOCS.
-const Version = "1.0.0"
+// Version is rlserver's version, reported by INFO and rlserver --version; make
+// release stamps the release's own with -ldflags -X.
+var Version = "1.0.0"
 
 // redisVersion is the Redis version whose commands and replies rlserver follows.
 // HELLO and INFO report it so that clients which switch features on the server
@@ -59,6 +59,19 @@ type Config struct {
 	ExpireInterval time.Duration
 	// Logger receives connection errors and recovered panics; nil means slog.Default().
 	Logger *slog.Logger
+	// LogLevel, if set, is Logger's level, which CONFIG SET loglevel changes; nil: the
+	// level cannot change.
+	LogLevel *slog.LevelVar
+	// ConfigFile is the file the server was configured from, which CONFIG REWRITE
+	// writes the running settings into; empty: CONFIG REWRITE answers Redis's error.
+	ConfigFile string
+	// SlowlogLogSlowerThan is the run time from which a command enters SLOWLOG; 0
+	// means DefaultSlowlogLogSlowerThan, negative logs nothing. (Redis's 0, every
+	// command, is any duration under a microsecond here, such as time.Nanosecond.)
+	SlowlogLogSlowerThan time.Duration
+	// SlowlogMaxLen is how many entries SLOWLOG keeps; 0 means DefaultSlowlogMaxLen,
+	// negative none.
+	SlowlogMaxLen int
 	// MaxMemory bounds the store's bytes (INFO used_memory_dataset); 0 means no bound.
 	MaxMemory int64
 	// MaxMemoryPolicy is what happens to a new key past MaxMemory: evict the keys
@@ -133,9 +146,13 @@ type Server struct {
 	runID   string
 	start   time.Time // for uptime, in real (monotonic) time whatever the debug clock says
 
-	// passHash is the SHA-256 of Config.RequirePass, for constant-time comparison.
-	passHash  [32]byte
 	tlsConfig *tls.Config // nil without a certificate
+
+	// tun are the settings CONFIG SET changes (config.go); tunMu orders the changes.
+	tun   atomic.Pointer[tunables]
+	tunMu sync.Mutex
+	// statBase is INFO's counters at the last CONFIG RESETSTAT (cmd_info.go).
+	statBase atomic.Pointer[statCounters]
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -160,6 +177,8 @@ type Server struct {
 	repl    replication   // replication.go
 	applied replicaOffset // replication.go: a replica's position in its primary's stream
 	ps      pubsub        // pubsub.go
+	mon     monitors      // monitor.go
+	slow    slowlog       // slowlog.go
 }
 
 // NewServer validates cfg and returns a Server, not yet listening, with an empty
@@ -245,9 +264,11 @@ func NewServer(cfg Config) (*Server, error) {
 		clients: make(map[*client]struct{}),
 		stop:    make(chan struct{}),
 
-		passHash:  sha256.Sum256([]byte(cfg.RequirePass)),
 		tlsConfig: tlsConfig,
 	}
+	s.tun.Store(initialTunables(cfg))
+	s.statBase.Store(&statCounters{})
+	s.persist.retick = make(chan struct{}, 1)
 	s.clock.real()
 	s.repl.replID = newReplID()
 	s.repl.masterHost, s.repl.masterPort = masterHost, masterPort
@@ -369,11 +390,14 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		w:       redcon.BaseWriter(rc),
 		addr:    rc.RemoteAddr(),
 		created: time.Now(),
-		authed:  s.cfg.RequirePass == "",
+		authed:  s.tun.Load().requirePass == "",
 	}
 	c.proto.Store(2)
 	if la := rc.NetConn().LocalAddr(); la != nil {
 		c.laddr = la.String()
+	}
+	if lc, ok := rc.NetConn().(*limitConn); ok {
+		lc.client = c
 	}
 	rc.SetContext(c)
 	s.conns.Add(1)
@@ -418,11 +442,15 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 		}
 	}()
 	c.commands.Add(1)
-	// The commands of one pipeline share one reading of the clock: a reading costs
-	// 70-80 ns on this VM (kvm-clock, BenchmarkClockNow), 3% of the CPU of a 16-deep
-	// RL.TOKEN pipeline in pprof.
+	// The commands of one pipeline share one reading of the clock, wall and monotonic
+	// (BenchmarkClockNow): 3% of the CPU of a 16-deep RL.TOKEN pipeline in pprof. Each
+	// command's run time, for SLOWLOG and the latency metric, is then read from the
+	// monotonic clock alone (time.Since, BenchmarkClockSince) since the end of the
+	// command before.
 	if !c.batchOpen {
-		c.batchNow = s.clock.now()
+		c.batchStart = time.Now()
+		c.batchNow = s.clock.at(c.batchStart)
+		c.batchMark = 0
 	}
 	c.batchOpen = len(rc.PeekPipeline()) > 0
 	s.dispatch(c, cmd.Args)
@@ -483,13 +511,22 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 		return
 	}
 	c.last.Store(cm)
-	if !s.metrics.timeThisOne() {
-		cm.run(s, c, args, c.batchNow)
-		return
-	}
-	begin := time.Now()
 	cm.run(s, c, args, c.batchNow)
-	s.metrics.latency[cm.id].observe(time.Since(begin))
+	if cm.noMulti {
+		return // it may have handed the connection to a goroutine of its own, which owns c now
+	}
+	end := time.Since(c.batchStart)
+	took := end - c.batchMark
+	c.batchMark = end
+	if s.metrics.timeThisOne() {
+		s.metrics.latency[cm.id].observe(took)
+	}
+	if t := s.tun.Load(); t.slowerThan >= 0 && took.Microseconds() >= t.slowerThan && !cm.tx {
+		s.slow.add(c, cm, args, took, t.slowlogLen)
+	}
+	if s.mon.n.Load() > 0 {
+		s.feedMonitors(c, cm, args)
+	}
 }
 
 // unknownCommand formats the error exactly as Redis does: the name as typed and the

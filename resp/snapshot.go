@@ -34,6 +34,7 @@ type persistence struct {
 	lastFailed   atomic.Bool
 	saves        atomic.Uint64
 	noSave       atomic.Bool // SHUTDOWN NOSAVE: no final save
+	retick       chan struct{}
 	loaded       store.SnapshotInfo
 }
 
@@ -160,12 +161,14 @@ func (s *Server) snapshotLoop() {
 	if s.cfg.SnapshotPath == "" {
 		return
 	}
-	t := time.NewTicker(s.cfg.SnapshotInterval)
+	t := time.NewTicker(s.tun.Load().snapshotInt)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-s.persist.retick: // CONFIG SET snapshot-interval
+			t.Reset(s.tun.Load().snapshotInt)
 		case <-t.C:
 			if s.changesSinceSave() > 0 {
 				s.save() // a failure is logged and shown in INFO; the next tick tries again

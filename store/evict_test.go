@@ -186,3 +186,30 @@ func BenchmarkCreateAtBudget(b *testing.B) {
 		})
 	}
 }
+
+// SetMaxMemory bounds a running store, refuses a bad bound changing nothing, and lifts
+// the bound again.
+func TestSetMaxMemory(t *testing.T) {
+	s := newStore(t, Config{Shards: 1})
+	if err := s.SetMaxMemory(1000, PolicyNoEviction); err == nil {
+		t.Fatal("a bound under one page was accepted")
+	}
+	n := 0
+	for ; n < 5000; n++ {
+		if fixedKey(t, s, fmt.Sprintf("k:%014d", n), 3600*sec, t0) != nil {
+			t.Fatalf("refused key %d with no bound (the bad SetMaxMemory changed something)", n)
+		}
+	}
+	if err := s.SetMaxMemory(16<<10, PolicyNoEviction); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixedKey(t, s, "one-more", 3600*sec, t0); !errors.Is(err, ErrOOM) {
+		t.Fatalf("over the new bound under noeviction: %v, want ErrOOM", err)
+	}
+	if err := s.SetMaxMemory(0, PolicyVolatileTTL); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixedKey(t, s, "one-more", 3600*sec, t0); err != nil {
+		t.Fatalf("with the bound lifted: %v", err)
+	}
+}

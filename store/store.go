@@ -159,12 +159,8 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxLogLimit < 1 || cfg.MaxLogLimit > maxLogLimit {
 		return nil, fmt.Errorf("store: MaxLogLimit must be between 1 and %d, got %d", maxLogLimit, cfg.MaxLogLimit)
 	}
-	if cfg.MaxMemory != 0 && cfg.MaxMemory < int64(cfg.Shards)*minShardBudget {
-		return nil, fmt.Errorf("store: MaxMemory must be 0 (no limit) or at least %d bytes (16 KiB per shard), got %d",
-			int64(cfg.Shards)*minShardBudget, cfg.MaxMemory)
-	}
-	if int(cfg.Policy) >= len(policyNames) {
-		return nil, fmt.Errorf("store: Policy must be PolicyVolatileTTL or PolicyNoEviction, got %d", cfg.Policy)
+	if err := checkMemory(cfg.MaxMemory, cfg.Policy, cfg.Shards); err != nil {
+		return nil, err
 	}
 	s := &Store{shards: make([]shard, cfg.Shards), mask: uint64(cfg.Shards - 1), maxLogLimit: cfg.MaxLogLimit,
 		monotonic: cfg.MonotonicTime, leaseID: rand.Uint64}
@@ -182,6 +178,35 @@ func New(cfg Config) (*Store, error) {
 		}
 	}, s.shards)
 	return s, nil
+}
+
+// checkMemory validates a memory bound and policy for a store of shards shards.
+func checkMemory(maxMemory int64, p Policy, shards int) error {
+	if maxMemory < 0 || maxMemory != 0 && maxMemory < int64(shards)*minShardBudget {
+		return fmt.Errorf("store: MaxMemory must be 0 (no limit) or at least %d bytes (16 KiB per shard), got %d",
+			int64(shards)*minShardBudget, maxMemory)
+	}
+	if int(p) >= len(policyNames) {
+		return fmt.Errorf("store: Policy must be PolicyVolatileTTL or PolicyNoEviction, got %d", p)
+	}
+	return nil
+}
+
+// SetMaxMemory changes the memory bound and the policy of a running store, as
+// Config's MaxMemory and Policy, or changes nothing and says which is out of range.
+// Keys already over a lowered bound stay: the next new keys evict, or are refused.
+func (s *Store) SetMaxMemory(maxMemory int64, p Policy) error {
+	if err := checkMemory(maxMemory, p, len(s.shards)); err != nil {
+		return err
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.budget = maxMemory / int64(len(s.shards))
+		sh.noEvict = p == PolicyNoEviction
+		sh.mu.Unlock()
+	}
+	return nil
 }
 
 // locate returns key's shard, locked, and its hash tag. The shard's wheel has been

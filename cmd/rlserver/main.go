@@ -1,9 +1,12 @@
 // Command rlserver is a rate limiter that speaks the Redis protocol: start it,
 // then call RL.TOKEN, RL.GCRA, CL.THROTTLE, ... from redis-cli or any Redis client.
-// This file is flags and wiring only; the server is package resp.
+// As redis-server, it takes a config file first (rlserver /etc/rlserver/rlserver.conf
+// -flag value ...): every flag is a directive of the same name, and flags given as
+// well win. This file is flags and wiring only; the server is package resp.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,12 +17,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/conffile"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
 )
@@ -32,9 +38,16 @@ func main() {
 		return
 	}
 	if err != nil {
-		os.Exit(2) // flag has printed the error and the usage
+		os.Exit(2) // parseFlags has printed the error
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: opts.level}))
+	if opts.version {
+		fmt.Printf("rlserver v=%s go=%s %s/%s\n", resp.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return
+	}
+	level := new(slog.LevelVar)
+	level.Set(opts.level)
+	opts.cfg.LogLevel = level
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	if err := run(ctx, opts, logger); err != nil {
 		logger.Error("rlserver stopped", "err", err)
 		os.Exit(1)
@@ -51,13 +64,19 @@ type options struct {
 	clusterNodes string
 	clusterSelf  int
 	level        slog.Level
+	version      bool // -v, --version: print it and exit
 	cfg          resp.Config
 }
 
-// parseFlags reads the command line. On error it has printed the message and the
-// usage to stderr; -h answers flag.ErrHelp after printing the usage.
+// parseFlags reads the command line: an optional config file first, then flags,
+// which win over the file. On error it has printed the message (and, for a bad
+// flag, the usage) to stderr; -h answers flag.ErrHelp after printing the usage.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
+	var confPath string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		confPath, args = args[0], args[1:]
+	}
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:6380", "`host:port` to listen on")
@@ -84,11 +103,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.cfg.MasterAuth, "masterauth", "", "`password` a replica gives its primary (the primary's -requirepass)")
 	fs.Var((*intMemoryFlag)(&o.cfg.ReplBacklogSize), "repl-backlog-size", "`bytes` of recent writes a primary keeps for replicas to continue from after a disconnection (suffixes k, mb, ...)")
 	fs.IntVar(&o.cfg.ReplicaPriority, "replica-priority", 0, "Sentinel's replica `priority`: lower is promoted first; 0: Redis's default, 100; negative: never promoted")
-	fs.TextVar(&o.level, "loglevel", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (any case)")
+	fs.Var((*levelFlag)(&o.level), "loglevel", "log `level`: debug, info, warn or error, or Redis's verbose, notice, warning (any case)")
+	fs.Var((*microsFlag)(&o.cfg.SlowlogLogSlowerThan), "slowlog-log-slower-than",
+		"`µs` from which a command enters SLOWLOG; 0: every command, negative: none")
+	fs.Var((*countFlag)(&o.cfg.SlowlogMaxLen), "slowlog-max-len", "`entries` SLOWLOG keeps")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.version, "v", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: rlserver [flags]\n\n"+
+		fmt.Fprint(fs.Output(), "Usage: rlserver [config-file] [flags]\n\n"+
 			"A rate limiter that speaks the Redis protocol (RESP2 and RESP3).\n"+
-			"Try: redis-cli -p 6380 RL.TOKEN user:1 10 1000\n\nFlags:\n")
+			"Try: redis-cli -p 6380 RL.TOKEN user:1 10 1000\n\n"+
+			"The config file, in redis.conf's syntax, takes every flag as a directive of the same\n"+
+			"name (maxclients 100); flags given as well win over it.\n\nFlags:\n")
 		// Every flag with its default, zero values included (PrintDefaults hides them).
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
@@ -107,7 +133,61 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.Usage()
 		return o, err
 	}
+	if confPath != "" {
+		err := readConfig(fs, confPath)
+		if err != nil {
+			fmt.Fprintln(stderr, "rlserver:", err)
+			return o, err
+		}
+		// CONFIG REWRITE writes it later, whatever the working directory is then.
+		if o.cfg.ConfigFile, err = filepath.Abs(confPath); err != nil {
+			fmt.Fprintln(stderr, "rlserver:", err)
+			return o, err
+		}
+	}
 	return o, nil
+}
+
+// notDirectives are the flags a config file may not give.
+var notDirectives = map[string]bool{"version": true, "v": true}
+
+// readConfig sets fs's flags from the directives of the file at path, except those
+// set on the command line. An unknown directive, a bad value or a directive given
+// twice is an error naming the file and the line.
+func readConfig(fs *flag.FlagSet, path string) error {
+	directives, err := conffile.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	first := map[string]int{}
+	for _, d := range directives {
+		where := fmt.Sprintf("%s:%d", path, d.Line)
+		f := fs.Lookup(d.Name)
+		if f == nil || notDirectives[d.Name] {
+			return fmt.Errorf("%s: unknown directive '%s'", where, d.Name)
+		}
+		if line, ok := first[d.Name]; ok {
+			return fmt.Errorf("%s: '%s' repeated (first on line %d)", where, d.Name, line)
+		}
+		first[d.Name] = d.Line
+		// replicaof takes Redis's two words, host and port; every other one word.
+		if len(d.Args) != 1 && (d.Name != "replicaof" || len(d.Args) != 2) {
+			return fmt.Errorf("%s: '%s' takes one argument, got %d", where, d.Name, len(d.Args))
+		}
+		if onCommandLine[d.Name] {
+			continue
+		}
+		value := strings.Join(d.Args, " ")
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			value = cmp.Or(map[string]string{"yes": "true", "no": "false"}[strings.ToLower(value)], value)
+		}
+		if err := fs.Set(d.Name, value); err != nil {
+			return fmt.Errorf("%s: bad value for '%s' %q: %v", where, d.Name, strings.Join(d.Args, " "), err)
+		}
+	}
+	return nil
 }
 
 // run listens on opts.addr and serves until ctx is done (SIGINT, SIGTERM) or a
@@ -213,6 +293,77 @@ func (m *intMemoryFlag) Set(s string) error {
 	}
 	*m = intMemoryFlag(n)
 	return err
+}
+
+// levelFlag is -loglevel: slog's level names or Redis's.
+type levelFlag slog.Level
+
+func (l *levelFlag) String() string { return strings.ToLower(slog.Level(*l).String()) }
+
+func (l *levelFlag) Set(s string) error {
+	v, err := resp.ParseLogLevel(s)
+	*l = levelFlag(v)
+	return err
+}
+
+// microsFlag is -slowlog-log-slower-than: µs as Redis takes them, into
+// resp.Config's duration, whose 0 is the default (so Redis's 0 is 1 ns).
+type microsFlag time.Duration
+
+func (m *microsFlag) String() string {
+	switch d := time.Duration(*m); {
+	case d == 0:
+		return strconv.FormatInt(resp.DefaultSlowlogLogSlowerThan.Microseconds(), 10)
+	case d < 0:
+		return "-1"
+	default:
+		return strconv.FormatInt(d.Microseconds(), 10)
+	}
+}
+
+func (m *microsFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil:
+		return err
+	case n < 0:
+		*m = microsFlag(-1)
+	case n == 0:
+		*m = microsFlag(time.Nanosecond)
+	default:
+		*m = microsFlag(time.Duration(n) * time.Microsecond)
+	}
+	return nil
+}
+
+// countFlag is -slowlog-max-len: a count as Redis takes it, into resp.Config's,
+// whose 0 is the default (so Redis's 0 is negative).
+type countFlag int
+
+func (c *countFlag) String() string {
+	switch {
+	case *c == 0:
+		return strconv.Itoa(resp.DefaultSlowlogMaxLen)
+	case *c < 0:
+		return "0"
+	default:
+		return strconv.Itoa(int(*c))
+	}
+}
+
+func (c *countFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return err
+	case n < 0:
+		return errors.New("must be 0 or more")
+	case n == 0:
+		*c = -1
+	default:
+		*c = countFlag(n)
+	}
+	return nil
 }
 
 // secondsFlag is -timeout: whole seconds, as Redis's timeout.

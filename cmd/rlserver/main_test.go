@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,8 @@ func TestHelpListsEveryFlagWithDefault(t *testing.T) {
 		"-shards int\n", "(default: 0)",
 		"-max-log-limit int\n", "(default: 100000)",
 		"-enable-debug-command\n", "(default: false)",
-		"-loglevel level\n", "(default: INFO)",
+		"-loglevel level\n", "(default: info)", "-slowlog-log-slower-than µs\n", "(default: 10000)",
+		"-slowlog-max-len entries\n", "(default: 128)", "-version\n", "-v\n",
 		"-requirepass password\n", "-tls-addr host:port\n", "-tls-cert file\n", "-tls-key file\n",
 		"-maxclients int\n", "(default: 10000)",
 		"-timeout seconds\n", "-proto-max-bulk-len bytes\n", "(default: 536870912)",
@@ -77,7 +80,13 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-loglevel", "loud"}, false, options{}},
 		{[]string{"-shards", "x"}, false, options{}},
 		{[]string{"-nosuch"}, false, options{}},
-		{[]string{"extra"}, false, options{}},
+		{[]string{"-shards", "2", "extra"}, false, options{}},
+		{[]string{"-v"}, true, options{addr: "127.0.0.1:6380", level: slog.LevelInfo, version: true, cfg: resp.Config{
+			MaxLogLimit: 100_000, MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+		{[]string{"-loglevel", "warning", "-slowlog-log-slower-than", "0", "-slowlog-max-len", "0"}, true,
+			options{addr: "127.0.0.1:6380", level: slog.LevelWarn, cfg: resp.Config{MaxLogLimit: 100_000,
+				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second,
+				SlowlogLogSlowerThan: time.Nanosecond, SlowlogMaxLen: -1}}},
 	} {
 		var out bytes.Buffer
 		got, err := parseFlags(tc.args, &out)
@@ -91,6 +100,46 @@ func TestParseFlags(t *testing.T) {
 		if tc.ok && got != tc.want {
 			t.Errorf("%q: got %+v, want %+v", tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestConfigFile: directives set what flags set, flags given as well win, and bad
+// input stops the start naming the file and the line.
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rl.conf")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("# rlserver\naddr 127.0.0.1:7000\nmaxclients 100\nrequirepass \"p w\"\n" +
+		"enable-debug-command yes\nreplicaof 10.0.0.1 6380\nloglevel notice\nslowlog-log-slower-than 500\n")
+	got, err := parseFlags([]string{path, "-maxclients", "5"}, io.Discard)
+	want := options{addr: "127.0.0.1:7000", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
+		MaxClients: 5, RequirePass: "p w", EnableDebugCommand: true, ReplicaOf: "10.0.0.1 6380",
+		ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second, SlowlogLogSlowerThan: 500 * time.Microsecond,
+		ConfigFile: path}}
+	if err != nil || got != want {
+		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"maxclients 1\nnosuch 1\n", path + ":2: unknown directive 'nosuch'"},
+		{"version yes\n", path + ":1: unknown directive 'version'"},
+		{"maxclients 1\n\nmaxclients 2\n", path + ":3: 'maxclients' repeated (first on line 1)"},
+		{"maxclients many\n", path + `:1: bad value for 'maxclients' "many": parse error`},
+		{"maxmemory 1zb\n", path + `:1: bad value for 'maxmemory' "1zb": memory size must be`},
+		{"requirepass a b\n", path + ":1: 'requirepass' takes one argument, got 2"},
+		{"requirepass \"open\n", path + ":1: unbalanced quotes"},
+	} {
+		write(tc.file)
+		var out bytes.Buffer
+		if _, err := parseFlags([]string{path}, &out); err == nil || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%q: %v, printed %q; want %q", tc.file, err, out.String(), tc.want)
+		}
+	}
+	if _, err := parseFlags([]string{filepath.Join(dir, "nosuch.conf")}, io.Discard); err == nil {
+		t.Error("a missing config file was accepted")
 	}
 }
 

@@ -137,10 +137,7 @@ func checkStillLimited(t *testing.T, rdb *redis.Client, before []int64, since ti
 // background snapshot) and SIGTERM (from the final one), and a damaged snapshot stops
 // the start unless -snapshot-ignore-corrupt.
 func TestSnapshotProcess(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "rlserver")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, "")
 	dir := t.TempDir()
 	start := func(path string, extra ...string) *proc {
 		return startProc(t, bin, append([]string{"-addr", "127.0.0.1:0", "-snapshot", path}, extra...)...)

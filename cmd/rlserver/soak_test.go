@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -82,10 +81,7 @@ func TestSoak(t *testing.T) {
 	}
 	size := soakConfig()
 	raiseFileLimit(t, size.conns*2+1000)
-	bin := filepath.Join(t.TempDir(), "rlserver")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, "")
 	srv := startBinary(t, bin, "-addr", "127.0.0.1:0")
 
 	var st soakStats

@@ -34,6 +34,13 @@ import (
 // address. Serve returning an error fails tb.
 func StartServer(tb testing.TB, cfg resp.Config) string {
 	tb.Helper()
+	_, addr := Serve(tb, cfg)
+	return addr
+}
+
+// Serve is StartServer for a test that needs the server itself (its MetricsHandler).
+func Serve(tb testing.TB, cfg resp.Config) (*resp.Server, string) {
+	tb.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -55,7 +62,7 @@ func StartServer(tb testing.TB, cfg resp.Config) string {
 			tb.Errorf("rlserver Serve: %v", err)
 		}
 	})
-	return ln.Addr().String()
+	return srv, ln.Addr().String()
 }
 
 // RedisTool returns the path of a Redis program (redis-server, redis-cli), or skips

@@ -1,0 +1,331 @@
+package resp
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/conffile"
+	"github.com/rlserver/rlserver/store"
+)
+
+// Defaults of the slow log, Redis's.
+const (
+	// DefaultSlowlogLogSlowerThan is the run time from which a command enters SLOWLOG.
+	DefaultSlowlogLogSlowerThan = 10 * time.Millisecond
+	// DefaultSlowlogMaxLen is how many entries SLOWLOG keeps.
+	DefaultSlowlogMaxLen = 128
+)
+
+// tunables are the settings CONFIG SET changes while the server runs. A change
+// builds a new value and swaps the pointer, so the hot path reads them with one
+// atomic load and no lock.
+type tunables struct {
+	maxClients  int64
+	maxMemory   int64
+	policy      store.Policy
+	requirePass string
+	passHash    [32]byte // SHA-256 of requirePass, for constant-time comparison
+	idleTimeout time.Duration
+	logLevel    slog.Level
+	snapshotInt time.Duration
+	// slowerThan is slowlog-log-slower-than in µs as Redis takes it: negative logs
+	// nothing, 0 every command.
+	slowerThan int64
+	slowlogLen int
+}
+
+// initialTunables reads cfg, its defaults applied.
+func initialTunables(cfg Config) *tunables {
+	t := &tunables{maxClients: int64(cfg.MaxClients), maxMemory: cfg.MaxMemory, policy: cfg.MaxMemoryPolicy,
+		idleTimeout: cfg.IdleTimeout, snapshotInt: cfg.SnapshotInterval, slowlogLen: cfg.SlowlogMaxLen}
+	t.setPass(cfg.RequirePass)
+	if cfg.LogLevel != nil {
+		t.logLevel = cfg.LogLevel.Level()
+	}
+	switch d := cfg.SlowlogLogSlowerThan; {
+	case d == 0:
+		t.slowerThan = DefaultSlowlogLogSlowerThan.Microseconds()
+	case d < 0:
+		t.slowerThan = -1
+	default:
+		t.slowerThan = d.Microseconds()
+	}
+	switch {
+	case cfg.SlowlogMaxLen == 0:
+		t.slowlogLen = DefaultSlowlogMaxLen
+	case cfg.SlowlogMaxLen < 0:
+		t.slowlogLen = 0
+	}
+	return t
+}
+
+func (t *tunables) setPass(p string) {
+	t.requirePass = p
+	t.passHash = sha256.Sum256([]byte(p))
+}
+
+// param is one parameter of CONFIG GET, and of CONFIG SET if set is not nil.
+type param struct {
+	name string
+	get  func(s *Server, t *tunables) string
+	// set parses v into t, a draft of the new tunables; the error says why v is refused.
+	set func(s *Server, t *tunables, v string) error
+	// def is the default value: CONFIG REWRITE adds a directive the file lacks only
+	// when its value differs. Empty for parameters CONFIG REWRITE leaves to the file.
+	def string
+}
+
+// errImmutable is CONFIG SET's reason for a parameter fixed at start.
+var errImmutable = errors.New("can't set immutable config")
+
+// params are CONFIG GET's parameters: what redis-benchmark, redis-cli and client
+// libraries ask, answered as a Redis without RDB or AOF would (the snapshot is
+// rlserver's own format, set by -snapshot), and rlserver's own. Those with set are
+// CONFIG SET's; every one of those is also a directive of the config file, of the
+// same name, and CONFIG REWRITE writes them.
+var params = []param{
+	{name: "save", get: constant("")},
+	{name: "appendonly", get: constant("no")},
+	{name: "maxmemory", def: "0",
+		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.maxMemory, 10) },
+		set: func(_ *Server, t *tunables, v string) (err error) {
+			t.maxMemory, err = ParseMemory(v)
+			return err
+		}},
+	{name: "maxmemory-policy", def: store.PolicyVolatileTTL.String(),
+		get: func(_ *Server, t *tunables) string { return t.effectivePolicy() },
+		set: func(_ *Server, t *tunables, v string) (err error) {
+			t.policy, err = store.ParsePolicy(v)
+			return err
+		}},
+	{name: "databases", get: constant("1")},
+	{name: "bind", get: func(s *Server, _ *tunables) string { h, _ := hostPort(s.Addr()); return h }},
+	{name: "port", get: func(s *Server, _ *tunables) string { _, p := hostPort(s.Addr()); return p }},
+	{name: "timeout", def: "0",
+		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(int64(t.idleTimeout/time.Second), 10) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 || n > 1<<31-1 {
+				return errors.New("argument must be between 0 and 2147483647 inclusive")
+			}
+			t.idleTimeout = time.Duration(n) * time.Second
+			return nil
+		}},
+	{name: "requirepass", def: "", // in clear, as Redis answers it
+		get: func(_ *Server, t *tunables) string { return t.requirePass },
+		set: func(_ *Server, t *tunables, v string) error { t.setPass(v); return nil }},
+	{name: "maxclients", def: strconv.Itoa(DefaultMaxClients),
+		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.maxClients, 10) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 || n > 1<<31-1 {
+				return errors.New("argument must be between 1 and 2147483647 inclusive")
+			}
+			t.maxClients = n
+			return nil
+		}},
+	{name: "loglevel", def: "info",
+		get: func(_ *Server, t *tunables) string { return strings.ToLower(t.logLevel.String()) },
+		set: func(s *Server, t *tunables, v string) (err error) {
+			if s.cfg.LogLevel == nil {
+				return errImmutable
+			}
+			t.logLevel, err = ParseLogLevel(v)
+			return err
+		}},
+	{name: "snapshot-interval", def: DefaultSnapshotInterval.String(),
+		get: func(_ *Server, t *tunables) string { return t.snapshotInt.String() },
+		set: func(_ *Server, t *tunables, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return errors.New("argument must be a positive duration such as 500ms, 1s or 1m")
+			}
+			t.snapshotInt = d
+			return nil
+		}},
+	{name: "slowlog-log-slower-than", def: strconv.FormatInt(DefaultSlowlogLogSlowerThan.Microseconds(), 10),
+		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.slowerThan, 10) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return errors.New("argument couldn't be parsed into an integer")
+			}
+			t.slowerThan = max(n, -1)
+			return nil
+		}},
+	{name: "slowlog-max-len", def: strconv.Itoa(DefaultSlowlogMaxLen),
+		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.slowlogLen) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 || n > 1<<31-1 {
+				return errors.New("argument must be between 0 and 2147483647 inclusive")
+			}
+			t.slowlogLen = int(n)
+			return nil
+		}},
+	{name: "proto-max-bulk-len", get: func(s *Server, _ *tunables) string { return strconv.FormatInt(s.cfg.ProtoMaxBulkLen, 10) }},
+	{name: "tls-port", get: func(s *Server, _ *tunables) string {
+		if _, p := hostPort(s.TLSAddr()); p != "" {
+			return p
+		}
+		return "0"
+	}},
+	{name: "tls-cert-file", get: func(s *Server, _ *tunables) string { return s.cfg.TLSCertFile }},
+	{name: "tls-key-file", get: func(s *Server, _ *tunables) string { return s.cfg.TLSKeyFile }},
+	{name: "protected-mode", get: constant("no")},
+	{name: "cluster-enabled", get: func(s *Server, _ *tunables) string { return yesNo(s.cfg.Cluster != nil) }},
+	{name: "enable-debug-command", get: func(s *Server, _ *tunables) string { return yesNo(s.cfg.EnableDebugCommand) }},
+	{name: "shards", get: func(s *Server, _ *tunables) string { return strconv.Itoa(s.cfg.Shards) }},
+	{name: "max-log-limit", get: func(s *Server, _ *tunables) string { return strconv.FormatInt(s.cfg.MaxLogLimit, 10) }},
+	{name: "replicaof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }},
+	{name: "masterauth", get: func(s *Server, _ *tunables) string { return s.cfg.MasterAuth }},
+	{name: "snapshot", get: func(s *Server, _ *tunables) string { return s.cfg.SnapshotPath }},
+}
+
+func constant(v string) func(*Server, *tunables) string {
+	return func(*Server, *tunables) string { return v }
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// hostPort splits a listener's address; empty strings before it listens.
+func hostPort(a net.Addr) (host, port string) {
+	if a != nil {
+		host, port, _ = net.SplitHostPort(a.String())
+	}
+	return host, port
+}
+
+// effectivePolicy is the policy in effect, as CONFIG GET and INFO report it: without
+// maxmemory nothing is ever evicted, so noeviction, as Redis's default says.
+func (t *tunables) effectivePolicy() string {
+	if t.maxMemory == 0 {
+		return store.PolicyNoEviction.String()
+	}
+	return t.policy.String()
+}
+
+// ParseLogLevel reads a log level: slog's names (debug, info, warn, error, any case)
+// or Redis's (verbose is debug, notice info, warning warn).
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "verbose":
+		return slog.LevelDebug, nil
+	case "notice":
+		return slog.LevelInfo, nil
+	case "warning":
+		return slog.LevelWarn, nil
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, errors.New("argument must be one of debug, info, warn, error (or Redis's verbose, notice, warning)")
+	}
+	return l, nil
+}
+
+// lookupParam finds a parameter by its case-insensitive name.
+func lookupParam(name string) *param {
+	for i := range params {
+		if strings.EqualFold(params[i].name, name) {
+			return &params[i]
+		}
+	}
+	return nil
+}
+
+// setConfig applies CONFIG SET's name/value pairs all at once, or none of them: every
+// value is parsed into a draft before anything changes. The error is Redis's reply.
+func (s *Server) setConfig(pairs [][]byte) error {
+	s.tunMu.Lock()
+	defer s.tunMu.Unlock()
+	old := s.tun.Load()
+	draft := *old
+	seen := map[*param]bool{}
+	for i := 0; i < len(pairs); i += 2 {
+		p := lookupParam(string(pairs[i]))
+		if p == nil {
+			return fmt.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", pairs[i])
+		}
+		var err error
+		switch {
+		case seen[p]:
+			err = errors.New("duplicate parameter")
+		case p.set == nil:
+			err = errImmutable
+		default:
+			err = p.set(s, &draft, string(pairs[i+1]))
+		}
+		if err != nil {
+			return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", p.name, err)
+		}
+		seen[p] = true
+	}
+	// The store checks the memory bound against its shards; it is the one change
+	// that can fail, so it goes first, changing nothing if it does.
+	if draft.maxMemory != old.maxMemory || draft.policy != old.policy {
+		if err := s.store.SetMaxMemory(draft.maxMemory, draft.policy); err != nil {
+			return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument 'maxmemory') - %v", err)
+		}
+	}
+	s.tun.Store(&draft)
+	if draft.idleTimeout != old.idleTimeout {
+		s.rc.SetIdleClose(draft.idleTimeout) // for connections accepted from now on
+		s.rcTLS.SetIdleClose(draft.idleTimeout)
+	}
+	if s.cfg.LogLevel != nil {
+		s.cfg.LogLevel.Set(draft.logLevel)
+	}
+	if draft.snapshotInt != old.snapshotInt {
+		select {
+		case s.persist.retick <- struct{}{}:
+		default:
+		}
+	}
+	s.slow.trim(draft.slowlogLen)
+	return nil
+}
+
+// errNoConfigFile answers CONFIG REWRITE on a server started without a config file.
+const errNoConfigFile = "ERR The server is running without a config file"
+
+// rewriteConfig writes the CONFIG SET parameters and the replication role into
+// Config.ConfigFile, keeping its comments and its other directives.
+func (s *Server) rewriteConfig() error {
+	s.tunMu.Lock()
+	defer s.tunMu.Unlock()
+	t := s.tun.Load()
+	var set []conffile.Setting
+	for _, p := range params {
+		if p.set == nil || p.name == "loglevel" && s.cfg.LogLevel == nil {
+			continue
+		}
+		v := p.get(s, t)
+		if p.name == "maxmemory-policy" {
+			v = t.policy.String() // what was set, in effect or not
+		}
+		set = append(set, conffile.Setting{Name: p.name, Args: []string{v}, Default: v == p.def})
+	}
+	set = append(set, conffile.Setting{Name: "replicaof", Args: s.replicaOfArgs()})
+	return conffile.Rewrite(s.cfg.ConfigFile, set)
+}
+
+// replicaOfArgs are a replica's primary host and port, nil on a primary.
+func (s *Server) replicaOfArgs() []string {
+	s.repl.mu.Lock()
+	defer s.repl.mu.Unlock()
+	if s.repl.masterHost == "" {
+		return nil
+	}
+	return []string{s.repl.masterHost, strconv.Itoa(s.repl.masterPort)}
+}

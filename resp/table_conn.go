@@ -1,0 +1,137 @@
+package resp
+
+// flagsConn are the flags of a CLIENT subcommand about the caller's own connection.
+var flagsConn = []string{"noscript", "loading", "stale", "fast"}
+
+// connCommands are the commands of the connection: PING, HELLO, AUTH, CLIENT, in docs/commands.md's order.
+var connCommands = []*command{
+	{
+		name: "ping", arity: -1, flags: []string{"fast", "stale"},
+		summary: "Answer PONG, or the message.",
+		group:   groupConnection, complexity: "O(1)",
+		args: []arg{{name: "message", typ: "string", optional: true}},
+		run:  cmdPing,
+	},
+	{
+		name: "echo", arity: 2, flags: []string{"fast", "loading", "stale"},
+		summary: "Answer the message.",
+		group:   groupConnection, complexity: "O(1)",
+		args: []arg{{name: "message", typ: "string"}},
+		run:  cmdEcho,
+	},
+	{
+		name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
+		summary: "Answer OK and close the connection.",
+		group:   groupConnection, complexity: "O(1)",
+		run: cmdQuit,
+	},
+	{
+		name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
+		summary: "Switch to RESP2 or RESP3, optionally authenticate and name the connection; answer the server's details.",
+		group:   groupConnection, complexity: "O(1)",
+		args: []arg{{name: "arguments", typ: "block", optional: true, args: []arg{
+			{name: "protover", typ: "integer"},
+			{name: "auth", typ: "block", token: "AUTH", optional: true, args: []arg{
+				{name: "username", typ: "string"},
+				{name: "password", typ: "string"},
+			}},
+			{name: "clientname", typ: "string", token: "SETNAME", optional: true},
+		}}},
+		run: cmdHello,
+	},
+	{
+		name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
+		summary: "Authenticate as the default user with the -requirepass password; without one, AUTH default with any password is accepted, as in Redis.",
+		group:   groupConnection, complexity: "O(1)",
+		args: []arg{
+			{name: "username", typ: "string", optional: true},
+			{name: "password", typ: "string"},
+		},
+		run: cmdAuth,
+	},
+	{
+		name: "select", arity: 2, flags: []string{"loading", "stale", "fast"},
+		summary: "Select database 0, the only one.",
+		group:   groupConnection, complexity: "O(1)",
+		args: []arg{{name: "index", typ: "integer"}},
+		run:  cmdSelect,
+	},
+	{
+		name: "client", arity: -2,
+		summary: "A container for connection commands.",
+		group:   groupConnection,
+		subs: []*command{
+			{
+				name: "getname", arity: 2, flags: flagsConn,
+				summary: "Answer the connection's name, null if none.",
+				group:   groupConnection, complexity: "O(1)",
+				run: cmdClientGetName,
+			},
+			{
+				name: "id", arity: 2, flags: flagsConn,
+				summary: "Answer the connection's id.",
+				group:   groupConnection, complexity: "O(1)",
+				run: cmdClientID,
+			},
+			{
+				name: "info", arity: 2, flags: flagsConn,
+				summary: "Describe this connection, in CLIENT LIST's format.",
+				group:   groupConnection, complexity: "O(1)",
+				run: cmdClientInfo,
+			},
+			{
+				name: "list", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"},
+				summary: "Describe every connection, one line each.",
+				group:   groupConnection, complexity: "O(n) in the connections",
+				args: []arg{
+					{name: "client-type", typ: "oneof", token: "TYPE", optional: true, args: []arg{
+						{name: "normal", typ: "pure-token", token: "NORMAL"},
+						{name: "master", typ: "pure-token", token: "MASTER"},
+						{name: "replica", typ: "pure-token", token: "REPLICA"},
+						{name: "pubsub", typ: "pure-token", token: "PUBSUB"},
+					}},
+					{name: "client-id", typ: "integer", token: "ID", optional: true, multiple: true},
+				},
+				run: cmdClientList,
+			},
+			{
+				name: "setinfo", arity: 4, flags: flagsConn,
+				summary: "Record the client library's name or version, shown by CLIENT LIST.",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{{name: "attr", typ: "oneof", args: []arg{
+					{name: "libname", typ: "string", token: "LIB-NAME"},
+					{name: "libver", typ: "string", token: "LIB-VER"},
+				}}},
+				run: cmdClientSetInfo,
+			},
+			{
+				name: "setname", arity: 3, flags: flagsConn,
+				summary: "Name the connection (no spaces); an empty name clears it.",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{{name: "connection-name", typ: "string"}},
+				run:  cmdClientSetName,
+			},
+			{
+				name: "kill", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
+				summary: "Close connections: by TYPE (normal, pubsub, replica, master), ID or ADDR, the caller's own unless SKIPME yes; answer how many.",
+				group:   groupConnection, complexity: "O(n) in the connections",
+				args: []arg{
+					{name: "client-type", typ: "oneof", token: "TYPE", optional: true, args: []arg{
+						{name: "normal", typ: "pure-token", token: "NORMAL"},
+						{name: "master", typ: "pure-token", token: "MASTER"},
+						{name: "replica", typ: "pure-token", token: "REPLICA"},
+						{name: "pubsub", typ: "pure-token", token: "PUBSUB"},
+					}},
+					{name: "client-id", typ: "integer", token: "ID", optional: true},
+					{name: "ip:port", typ: "string", token: "ADDR", optional: true},
+					{name: "yes/no", typ: "string", token: "SKIPME", optional: true},
+				},
+				doc: "Sentinel sends `CLIENT KILL TYPE normal` and `CLIENT KILL TYPE pubsub` after it " +
+					"reconfigures a server, so that clients reconnect and ask it where the primary is. " +
+					"`TYPE master` on a replica drops its link to the primary (it reconnects and " +
+					"continues from the backlog); `TYPE replica` on a primary drops its replicas' links.",
+				run: cmdClientKill,
+			},
+		},
+	},
+}

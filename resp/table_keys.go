@@ -1,0 +1,125 @@
+package resp
+
+// flagsReadKey are the flags of a read of one key's state.
+var flagsReadKey = []string{"readonly", "fast"}
+
+// flushArgs are FLUSHALL's and FLUSHDB's: Redis's modes, both accepted.
+var flushArgs = []arg{{name: "flush-type", typ: "oneof", optional: true, args: []arg{
+	{name: "async", typ: "pure-token", token: "ASYNC"},
+	{name: "sync", typ: "pure-token", token: "SYNC"},
+}}}
+
+// keyCommands are the commands of the keyspace: deletion, inspection, iteration, memory, in docs/commands.md's order.
+var keyCommands = []*command{
+	{
+		name: "rl.reset", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary: "Forget a key's limiter state, so its next request starts fresh. 1 if there was one, else 0.",
+		group:   groupGeneric, complexity: "O(1)",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdDel,
+	},
+	{
+		name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, keyStep: 1,
+		summary: "Delete keys; answers how many existed.",
+		group:   groupGeneric, complexity: "O(n) in the keys",
+		args: []arg{{name: "key", typ: "key", multiple: true}},
+		run:  cmdDel,
+	},
+	{
+		name: "unlink", arity: -2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: -1, keyStep: 1,
+		summary: "Delete keys, as DEL (states are small, nothing is left to free in the background).",
+		group:   groupGeneric, complexity: "O(n) in the keys",
+		args: []arg{{name: "key", typ: "key", multiple: true}},
+		run:  cmdDel,
+	},
+	{
+		name: "exists", arity: -2, flags: flagsReadKey, firstKey: 1, lastKey: -1, keyStep: 1,
+		summary: "Count how many of the keys exist (a key named twice counts twice).",
+		group:   groupGeneric, complexity: "O(n) in the keys",
+		args: []arg{{name: "key", typ: "key", multiple: true}},
+		run:  cmdExists,
+	},
+	{
+		name: "type", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary: "Name the algorithm whose state the key holds (rl.token, rl.log, ..., cl.throttle, rl.lease), or none.",
+		group:   groupGeneric, complexity: "O(1)",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdType,
+	},
+	{
+		name: "ttl", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary: "Seconds until the key's state is fresh again and the key goes, rounded up; -2 if absent.",
+		group:   groupGeneric, complexity: "O(1)",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdTTL(1_000_000),
+	},
+	{
+		name: "pttl", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary: "Milliseconds until the key's state is fresh again (its reset_after_ms); -2 if absent.",
+		group:   groupGeneric, complexity: "O(1)",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdTTL(1_000),
+	},
+	{
+		name: "scan", arity: -2, flags: []string{"readonly"},
+		summary: "Iterate over the keys a batch at a time, optionally by glob pattern and algorithm.",
+		group:   groupGeneric, complexity: "O(1) per call, O(n) for a full iteration",
+		args: []arg{
+			{name: "cursor", typ: "integer"},
+			{name: "pattern", typ: "pattern", token: "MATCH", optional: true},
+			{name: "count", typ: "integer", token: "COUNT", optional: true},
+			{name: "type", typ: "string", token: "TYPE", optional: true},
+		},
+		run: cmdScan,
+	},
+	{
+		name: "keys", arity: 2, flags: []string{"readonly"},
+		summary: "List every key matching a glob pattern (walks the whole keyspace: prefer SCAN).",
+		group:   groupGeneric, complexity: "O(n) in the keys",
+		args: []arg{{name: "pattern", typ: "pattern"}},
+		run:  cmdKeys,
+	},
+	{
+		name: "dbsize", arity: 1, flags: flagsReadKey,
+		summary: "Count the keys.",
+		group:   groupGeneric, complexity: "O(1)",
+		run: cmdDBSize,
+	},
+	{
+		name: "flushall", arity: -1, flags: []string{"write"},
+		summary: "Remove every key. ASYNC and SYNC are accepted; both finish before the reply.",
+		group:   groupGeneric, complexity: "O(n) in the keys",
+		args: flushArgs,
+		run:  cmdFlush,
+	},
+	{
+		name: "flushdb", arity: -1, flags: []string{"write"},
+		summary: "Remove every key, as FLUSHALL (there is one database).",
+		group:   groupGeneric, complexity: "O(n) in the keys",
+		args: flushArgs,
+		run:  cmdFlush,
+	},
+	{
+		name: "memory", arity: -2,
+		summary: "A container for memory commands.",
+		group:   groupGeneric,
+		subs: []*command{
+			{
+				name: "usage", arity: -3, flags: []string{"readonly"}, firstKey: 2, lastKey: 2, keyStep: 1,
+				summary: "Bytes the key costs the server: key, state, index and expiry share; null if absent.",
+				group:   groupGeneric, complexity: "O(1)",
+				args: []arg{
+					{name: "key", typ: "key"},
+					{name: "count", typ: "integer", token: "SAMPLES", optional: true},
+				},
+				run: cmdMemoryUsage,
+			},
+			{
+				name: "purge", arity: 2,
+				summary: "Collect garbage and give free memory back to the OS, so INFO's used_memory counts live data only.",
+				group:   groupGeneric, complexity: "O(n) in the heap",
+				run: cmdMemoryPurge,
+			},
+		},
+	},
+}
