@@ -112,7 +112,7 @@ func (a *chunks) release(c uint8, i uint32) {
 
 // dropIdle drops the last page of each class that has no live chunk. release keeps
 // it, so that a key deleted and created again, over and over, does not make and drop
-// a page each time (10 µs a call, measured on a single fresh-again key); the store
+// a page each time (a mapping and an madvise a call); the store
 // calls dropIdle from Expire, on the server's ticker.
 func (a *chunks) dropIdle() {
 	for i := range a.classes {

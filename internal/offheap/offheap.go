@@ -5,10 +5,8 @@
 // Why (issue 13): users measure a server's memory by its RSS, and on the Go heap the
 // store cost about twice what it holds. The collector lets the heap grow to twice the
 // live data before collecting (GOGC=100) and hands freed spans back to the OS only
-// slowly; a slice that grows by copying leaves its old array behind until then.
-// Measured on 200k users, 13-byte keys, fresh processes, no MEMORY PURGE
-// (TestMemoryPerUser): RL.TOKEN's RSS grew 145 B per user for 74 B of store (71 B at
-// 1M users once the store moved here, against 130 B before).
+// slowly; a slice that grows by copying leaves its old array behind until then
+// (TestMemoryPerUser measures RSS per user; the README has the figures).
 // Memory mapped here is never scanned or counted by the collector, so no GOGC headroom
 // applies to it, an array that grows is unmapped the moment it has been copied, and the
 // RSS of an array's capacity not yet used stays zero until it is touched.
@@ -46,9 +44,8 @@ func Bytes() int64 { return mapped.Load() }
 
 // smallBytes is the size below which Make allocates on the Go heap: a mapping takes a
 // whole page, at a page-aligned address, and a shard of few keys then had its slab,
-// index and wheel arrays each at the start of a page of its own. BenchmarkDo on one key
-// took 10-20% longer so (RL.FIXED 164 ns against 143; 132-150 with this); arrays under
-// a page leave little behind on the heap.
+// index and wheel arrays each at the start of a page of its own, and BenchmarkDo on one
+// key took measurably longer so; arrays under a page leave little behind on the heap.
 const smallBytes = 4 << 10
 
 // Make returns a zeroed slice of n T's (length and capacity n): in a mapping of its
