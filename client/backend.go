@@ -263,7 +263,7 @@ func decision(cmd *redis.Cmd) (algo.Decision, error) {
 }
 
 // classify wraps a go-redis error in the sentinel it means. The server's argument
-// errors read "ERR <argument> must be ..." (COMMANDS.md); anything else that is not
+// errors read "ERR <argument> must be ..." (docs/commands.md); anything else that is not
 // WRONGTYPE, network errors and timeouts included, means no decision came back.
 func classify(err error) error {
 	var rerr redis.Error

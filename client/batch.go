@@ -18,9 +18,9 @@ import (
 // time (~45% of rlserver's CPU). Batched, concurrent calls queue by key on Lanes
 // lanes per node; a lane sends what has queued as one go-redis pipeline, on one
 // connection, and while it waits for the replies the next calls queue for its next
-// pipeline. On the project's 2-core machine, 256
-// goroutines calling Allow on random keys got several times the decisions per second
-// of go-redis's pool alone, with a lower p99 (README, `make bench-client`).
+// pipeline. Many goroutines calling Allow on random keys so get several times the
+// decisions per second of go-redis's pool alone, with a lower p99: fewer system calls
+// per decision (`make bench-client` measures both; the README has a run).
 //
 // What batching keeps:
 //   - Each call keeps its own context and budget: a call whose context ends while
@@ -53,10 +53,9 @@ type Batch struct {
 }
 
 // DefaultLanes is Batch.Lanes when 0. One lane sends the fewest, largest pipelines:
-// with 256 goroutines on the project's shared 2-core machine it gave 1.1–4.4× (median
-// 2×) the decisions per second of 4 lanes, and a lower p99, in each of five runs (`go
-// run ./cmd/rlbench client -lanes 1,2,4,8`); the app's goroutines keep filling the
-// next pipeline while one is out. More lanes pay where the round trip is long or a
+// with many goroutines on few cores it gives more decisions per second than several
+// lanes, and a lower p99 (`go run ./cmd/rlbench client -lanes 1,2,4,8` compares them);
+// the app's goroutines keep filling the next pipeline while one is out. More lanes pay where the round trip is long or a
 // server has cores to spare for several connections.
 const DefaultLanes = 1
 

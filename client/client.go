@@ -9,7 +9,7 @@
 //   - NewEmbedded: in-process, on a store.Store: no network, for tests and
 //     single-binary apps. Its limits hold per process, not across replicas.
 //
-// All three decide exactly as COMMANDS.md says (the compatibility suite at the module
+// All three decide exactly as docs/commands.md says (the compatibility suite at the module
 // root runs its scenarios through each), so code written against one runs on the
 // others. The API reads like go-redis/redis_rate and golang.org/x/time/rate:
 //

@@ -147,7 +147,7 @@ func (o op) run(ctx context.Context, c *client.Client) (client.Result, error) {
 	return client.Result{}, c.Reset(ctx, o.key)
 }
 
-// scenarios are worked by hand from COMMANDS.md's formulas, each from its own moment:
+// scenarios are worked by hand from docs/commands.md's formulas, each from its own moment:
 // a whole second plus start, 15 s into a minute (t0 below).
 var scenarios = []struct {
 	name  string

@@ -1,7 +1,8 @@
 // Package lua holds the reference Lua scripts: one per rlserver command, for plain Redis
 // (EVAL, or EVALSHA with the SHA1 given here), deciding exactly as rlserver does.
 //
-// They are the lesson's Redis-plus-Lua rate limiters made to follow docs/commands.md to
+// They are the Redis + Lua rate limiters of the lab docs/experiments.md reproduces (the
+// README's "lesson"), made to follow docs/commands.md to
 // the bit: package algo's integer µs for the GCRA family and RL.LEAKY (below 2^53,
 // where doubles are exact), its float64 formulas in the same order of operations for
 // RL.SLIDE and RL.TOKEN, with its one-ms settling of retry_after; state read back

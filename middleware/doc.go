@@ -1,5 +1,6 @@
 // Package middleware rate-limits net/http handlers with package client, and refuses
-// the way the lesson teaches: 429, never a 5xx, with the time to come back.
+// the way the Redis + Lua lab of docs/experiments.md teaches: 429, never a 5xx, with
+// the time to come back.
 //
 // A request is checked against several dimensions, each its own limit and its own
 // key: the user (a function of yours: most precise, but a login endpoint has no user

@@ -40,8 +40,9 @@ const (
 	// DefaultMaxLogLimit is the largest RL.LOG limit unless Config says otherwise.
 	DefaultMaxLogLimit = store.DefaultMaxLogLimit
 	// DefaultExpireInterval is how often fresh keys are removed unless Config says
-	// otherwise. An idle tick over 64 shards costs ~2 µs (BenchmarkExpireTick), so
-	// 100 ticks a second take 0.02% of a core, and memory returns within 10 ms.
+	// otherwise. An idle tick over every shard costs microseconds (BenchmarkExpireTick),
+	// so 100 ticks a second take a negligible share of a core, and memory returns
+	// within 10 ms.
 	DefaultExpireInterval = 10 * time.Millisecond
 )
 
@@ -418,9 +419,9 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 		}
 	}()
 	c.commands.Add(1)
-	// The commands of one pipeline share one reading of the clock: a reading costs
-	// 70-80 ns on this VM (kvm-clock, BenchmarkClockNow), 3% of the CPU of a 16-deep
-	// RL.TOKEN pipeline in pprof.
+	// The commands of one pipeline share one reading of the clock: a reading is slow
+	// under a virtualised clock (BenchmarkClockNow), a visible share of the CPU of a
+	// deep RL.TOKEN pipeline in pprof.
 	if !c.batchOpen {
 		c.batchNow = s.clock.now()
 	}
@@ -463,10 +464,9 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 // execute runs a checked command, unless the key's slot is another node's, or the
 // server is a replica and the command writes, or a full sync is loading.
 func (s *Server) execute(c *client, cm *command, args [][]byte) {
-	// Only cluster mode pays for the slot check: 9-17 ns for an RL.TOKEN
-	// (BenchmarkClusterRedirect), mostly the key's CRC16; a 16-deep pipeline of
-	// RL.TOKEN over loopback takes 2.44 µs a command instead of 2.40 (medians of 10,
-	// BenchmarkClusterCheck). Standalone, one comparison.
+	// Only cluster mode pays for the slot check, mostly the key's CRC16
+	// (BenchmarkClusterRedirect), within the noise of a pipelined RL.TOKEN over
+	// loopback (BenchmarkClusterCheck). Standalone, one comparison.
 	if s.cfg.Cluster != nil && (cm.firstKey != 0 || cm.keys != nil) {
 		if msg := s.clusterRedirect(cm, args); msg != "" {
 			c.writeError(msg)

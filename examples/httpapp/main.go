@@ -1,4 +1,5 @@
-// Command httpapp is the lesson's lab app: /fast answers at once, /limited answers
+// Command httpapp is the app of the Redis + Lua rate-limiting lab that
+// docs/experiments.md reproduces (the README's "lesson"): /fast answers at once, /limited answers
 // behind the rate limiter, 500 requests a second per user (?user=) and twice that per
 // client IP, so that its 429s and headers can be watched with curl:
 //
@@ -133,7 +134,7 @@ func newClient(cfg config) (*client.Client, func(), error) {
 	return c, func() { rdb.Close() }, nil
 }
 
-// newApp is the lesson's app: /fast without a limiter, /limited behind one, and
+// newApp is the lab's app: /fast without a limiter, /limited behind one, and
 // /healthz. The Limiter is returned for its Stats.
 func newApp(c *client.Client, cfg config) (http.Handler, *middleware.Limiter, error) {
 	var trusted []string
