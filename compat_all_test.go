@@ -332,7 +332,7 @@ func (s multiScriptSide) run(ctx context.Context, steps []multiStep) ([]multiOut
 	expires := make([][]*redis.Cmd, len(steps))
 	for i, st := range steps {
 		name, keys, args := st.script()
-		calls[i] = pipe.EvalSha(ctx, lua.Scripts[name].SHA1, keys, args...)
+		calls[i] = pipe.EvalSha(ctx, lua.Named(name).SHA1, keys, args...)
 		for _, k := range st.keys {
 			// Under now_us a script's key expires at the µs its PEXPIRETIME holds: -2
 			// absent, -1 none (never the case for a script's key).
@@ -578,7 +578,7 @@ func checkMix(t *testing.T, steps []multiStep, kinds ...string) {
 func (tg target) allCall(ctx context.Context, rules []algo.Rule) ([]any, error) {
 	if tg.script {
 		keys, args := lua.ArgsAll(rules)
-		return tg.client.EvalSha(ctx, lua.Scripts["rl.all"].SHA1, keys, args...).Slice()
+		return tg.client.EvalSha(ctx, lua.Named("rl.all").SHA1, keys, args...).Slice()
 	}
 	args := []any{"RL.ALL"}
 	for _, r := range rules {
@@ -662,7 +662,7 @@ func TestLeaseCrash(t *testing.T) {
 		var reply []any
 		var err error
 		if tg.script {
-			reply, err = tg.client.EvalSha(ctx, lua.Scripts["rl.acquire"].SHA1, []string{"crash"}, 3, leaseMs, id).Slice()
+			reply, err = tg.client.EvalSha(ctx, lua.Named("rl.acquire").SHA1, []string{"crash"}, 3, leaseMs, id).Slice()
 		} else {
 			args := []any{"RL.ACQUIRE", "crash", 3, leaseMs}
 			if id != "" {

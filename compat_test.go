@@ -237,7 +237,8 @@ func startRedis(dir string) (*process, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	for name, s := range lua.Scripts {
+	for _, name := range lua.Commands() {
+		s := lua.Named(name)
 		sha, err := p.client.ScriptLoad(ctx, s.Source).Result()
 		if err != nil {
 			p.stop()
@@ -245,7 +246,7 @@ func startRedis(dir string) (*process, error) {
 		}
 		if sha != s.SHA1 {
 			p.stop()
-			return nil, fmt.Errorf("SCRIPT LOAD %s answered %s, lua.Scripts says %s", name, sha, s.SHA1)
+			return nil, fmt.Errorf("SCRIPT LOAD %s answered %s, lua.Named says %s", name, sha, s.SHA1)
 		}
 	}
 	return p, nil
@@ -870,7 +871,7 @@ type caller interface {
 // call makes (or, on a pipeline, queues) one call of r on key, at the server's own time.
 func (tg target) call(ctx context.Context, c caller, key string, r algo.Request) *redis.Cmd {
 	if tg.script {
-		return c.EvalSha(ctx, lua.Scripts[r.Kind.Command()].SHA1, []string{key}, lua.Args(r)...)
+		return c.EvalSha(ctx, lua.Named(r.Kind.Command()).SHA1, []string{key}, lua.Args(r)...)
 	}
 	return c.Do(ctx, command(r, key, nil)...)
 }
@@ -1309,7 +1310,7 @@ func measureMemory(t *testing.T, k algo.Kind) perUser {
 		loadLog(t, r, s, users)
 	} else {
 		req := request(k, 10, 3_600_000)
-		eval := append([]string{"EVALSHA", lua.Scripts[k.Command()].SHA1, "1", ""}, words(lua.Args(req))...)
+		eval := append([]string{"EVALSHA", lua.Named(k.Command()).SHA1, "1", ""}, words(lua.Args(req))...)
 		bulk(t, r, users, keyed(eval, 3))
 		bulk(t, s, users, keyed(words(command(req, "", nil)), 1))
 	}
@@ -1361,7 +1362,7 @@ func loadLog(t *testing.T, r, s *process, users int) {
 	})
 
 	// The probe: the script's own set after the same 100 calls.
-	sc := lua.Scripts["rl.log"]
+	sc := lua.Named("rl.log")
 	for j := range int64(entries) {
 		if err := r.client.EvalSha(ctx, sc.SHA1, []string{"probe"}, append(lua.Args(req), base+j*gap)...).Err(); err != nil {
 			t.Fatal(err)
@@ -1453,11 +1454,11 @@ func TestClientBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scripted, err := client.NewLua(connect(r.addr), clientOptions)
+	scripted, err := client.NewLua(connect(r.addr), client.LuaOptions{Options: clientOptions})
 	if err != nil {
 		t.Fatal(err)
 	}
-	embedded, err := client.NewEmbedded(client.Options{})
+	embedded, err := client.NewEmbedded(client.EmbeddedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1466,7 +1467,7 @@ func TestClientBackends(t *testing.T) {
 		defer flush(t, s) // the real clock back for the scenarios below
 		sd := seed(t)
 		var now int64
-		frozen, err := client.NewEmbedded(client.Options{Clock: func() time.Time { return time.UnixMicro(now) }})
+		frozen, err := client.NewEmbedded(client.EmbeddedOptions{Clock: func() time.Time { return time.UnixMicro(now) }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1564,7 +1565,7 @@ func clientLimit(r algo.Request) client.Limit {
 	case algo.KindLog:
 		return client.Log(n, w)
 	case algo.KindToken:
-		return client.TokenRate(n, int(cmp.Or(r.Rate, r.Limit)), w)
+		return client.TokenRate(int(cmp.Or(r.Rate, r.Limit)), w, n)
 	case algo.KindGCRA:
 		return client.GCRA(n, w, int(cmp.Or(r.Burst, r.Limit)))
 	}

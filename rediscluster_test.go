@@ -19,7 +19,7 @@ import (
 // there. Then clusterChecks.
 func TestRedisClusterBackend(t *testing.T) {
 	addrs := testenv.StartRedisCluster(t, 3)
-	c, err := client.NewLua(clusterClient(t, addrs), clientOptions)
+	c, err := client.NewLua(clusterClient(t, addrs), client.LuaOptions{Options: clientOptions})
 	if err != nil {
 		t.Fatal(err)
 	}

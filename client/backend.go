@@ -95,7 +95,7 @@ type luaBackend struct {
 var scripts = func() (s [len(commandNames)]lua.Script) {
 	for k := range commandNames {
 		if k > 0 {
-			s[k] = lua.Scripts[algo.Kind(k).Command()]
+			s[k] = lua.Named(algo.Kind(k).Command())
 		}
 	}
 	return s
@@ -134,10 +134,10 @@ func evalCmd(ctx context.Context, name, script string, keys []string, args []any
 
 // The scripts of RL.ALL and the leases, looked up once.
 var (
-	scriptAll     = lua.Scripts["rl.all"]
-	scriptAcquire = lua.Scripts["rl.acquire"]
-	scriptRelease = lua.Scripts["rl.release"]
-	scriptRenew   = lua.Scripts["rl.renew"]
+	scriptAll     = lua.Named("rl.all")
+	scriptAcquire = lua.Named("rl.acquire")
+	scriptRelease = lua.Named("rl.release")
+	scriptRenew   = lua.Named("rl.renew")
 )
 
 func (b luaBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, []algo.Decision, error) {
@@ -177,7 +177,7 @@ func (b luaBackend) reset(ctx context.Context, key string) error {
 // -max-log-limit.
 func checkLogLimit(r algo.Request, most int64) error {
 	if r.Kind == algo.KindLog && r.Limit > most {
-		return fmt.Errorf("%w: rl.log limit must be between 1 and %d (Options.MaxLogLimit), got %d", ErrBadLimit, most, r.Limit)
+		return fmt.Errorf("%w: rl.log limit must be between 1 and %d (the MaxLogLimit option), got %d", ErrBadLimit, most, r.Limit)
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func checkLogLimit(r algo.Request, most int64) error {
 // -max-log-limit.
 func checkLeaseLimit(r algo.LeaseRequest, most int64) error {
 	if r.Limit > most {
-		return fmt.Errorf("%w: rl.acquire limit must be between 1 and %d (Options.MaxLogLimit), got %d", ErrBadLimit, most, r.Limit)
+		return fmt.Errorf("%w: rl.acquire limit must be between 1 and %d (the MaxLogLimit option), got %d", ErrBadLimit, most, r.Limit)
 	}
 	return nil
 }

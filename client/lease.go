@@ -43,7 +43,7 @@ type Lease struct {
 //	if !lease.Acquired { ... lease.RetryAfter ... }
 //
 // is always safe: Release does nothing for a lease not acquired. limit is 1 to the
-// backend's log cap (rlserver's -max-log-limit, Options.MaxLogLimit otherwise: a
+// backend's log cap (rlserver's -max-log-limit, LuaOptions or EmbeddedOptions.MaxLogLimit otherwise: a
 // lease costs what a log entry does); ttl is a whole number of milliseconds up to
 // 365 days. Work longer than ttl must Renew.
 func (c *Client) Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (*Lease, error) {

@@ -96,6 +96,8 @@ import (
 	"crypto/sha1"
 	_ "embed" // the scripts' parts
 	"encoding/hex"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -140,9 +142,10 @@ var (
 	renewBody string
 )
 
-// Scripts maps each command, lower case as algo.Kind.Command spells it, to its script;
-// Redis's native GCRA, which has no kind of its own, is "gcra".
-var Scripts = map[string]Script{
+// scripts maps each command, lower case as algo.Kind.Command spells it, to its script;
+// Redis's native GCRA, which has no kind of its own, is "gcra". Unexported, so that no
+// importer can replace a script under the client's feet: Named and Commands read it.
+var scripts = map[string]Script{
 	"rl.fixed":    singleScript("rl.fixed", fixedBody),
 	"rl.slide":    singleScript("rl.slide", slideBody),
 	"rl.log":      singleScript("rl.log", logBody),
@@ -158,6 +161,13 @@ var Scripts = map[string]Script{
 	"rl.release": newScript("rl.release", common, leases, releaseBody),
 	"rl.renew":   newScript("rl.renew", common, leases, renewBody),
 }
+
+// Named returns the script of command, lower case as algo.Kind.Command spells it
+// ("gcra" for Redis's native GCRA); the zero Script if it has none.
+func Named(command string) Script { return scripts[command] }
+
+// Commands lists the commands that have a script, sorted.
+func Commands() []string { return slices.Sorted(maps.Keys(scripts)) }
 
 // singleScript is the script of a one-key command: common.lua, then its body.
 func singleScript(command, body string) Script { return newScript(command, common, body) }
@@ -179,9 +189,9 @@ func wrap(name, body string) string {
 // shares RL.GCRA's kind (r.Cell on KindGCRA).
 func For(r algo.Request) Script {
 	if r.Kind == algo.KindGCRA && r.Cell {
-		return Scripts["gcra"]
+		return scripts["gcra"]
 	}
-	return Scripts[r.Kind.Command()]
+	return scripts[r.Kind.Command()]
 }
 
 // Args is r as its script takes it in ARGV (see Arguments above), without now_us: the

@@ -20,8 +20,10 @@ const (
 	DefaultPrefix = "rl:"
 )
 
-// DefaultHealthPaths are the paths that bypass the limiter when Config.HealthPaths is nil.
-var DefaultHealthPaths = []string{"/healthz", "/readyz", "/livez", "/health"}
+// DefaultHealthPaths returns the paths that bypass the limiter when Config.HealthPaths
+// is nil: "/healthz", "/readyz", "/livez" and "/health". A new slice each call, so
+// that no importer can change what every other Limiter bypasses.
+func DefaultHealthPaths() []string { return []string{"/healthz", "/readyz", "/livez", "/health"} }
 
 // Dimension is one rate limit applied to requests, keyed by what By says. Its keys are
 // Config.Prefix, the name, ':', then the parts in the order user, IP, route, joined
@@ -75,9 +77,11 @@ type Config struct {
 	// client's.
 	TrustedProxies []string
 	// HealthPaths bypass the limiter, matched exactly against the URL path; nil means
-	// DefaultHealthPaths, an empty slice none.
+	// DefaultHealthPaths(), an empty slice none.
 	HealthPaths []string
-	// Timeout is the budget of all of a request's calls; 0 means DefaultTimeout.
+	// Timeout is the budget of all of a request's calls; 0 means DefaultTimeout. It is
+	// their context's deadline, and so their only budget: the Client's own
+	// Options.Timeout applies to calls without a deadline, not to these.
 	Timeout time.Duration
 	// Fallback is what happens when the limiter fails: FallbackOpen (the default),
 	// FallbackClosed or FallbackLocal.
@@ -212,7 +216,7 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	health := cfg.HealthPaths
 	if health == nil {
-		health = DefaultHealthPaths
+		health = DefaultHealthPaths()
 	}
 	for _, p := range health {
 		l.health[p] = true

@@ -76,7 +76,7 @@ func connect(ctx context.Context, cfg config) (*env, error) {
 		c := newClient(cfg.redis)
 		e.targets = append(e.targets, target{"redis+lua", cfg.redis, c, true})
 		for _, k := range kinds {
-			s := lua.Scripts[k.Command()]
+			s := lua.Named(k.Command())
 			if err := c.ScriptLoad(ctx, s.Source).Err(); err != nil {
 				e.close()
 				return nil, fmt.Errorf("redis %s: SCRIPT LOAD %s: %w", cfg.redis, k.Command(), err)
@@ -173,7 +173,7 @@ type caller interface {
 // call makes (or, on a pipeline, queues) one call of r on key, at the server's own time.
 func (t target) call(ctx context.Context, c caller, key string, r algo.Request) *redis.Cmd {
 	if t.script {
-		return c.EvalSha(ctx, lua.Scripts[r.Kind.Command()].SHA1, []string{key}, lua.Args(r)...)
+		return c.EvalSha(ctx, lua.Named(r.Kind.Command()).SHA1, []string{key}, lua.Args(r)...)
 	}
 	return c.Do(ctx, command(r, key)...)
 }
@@ -182,7 +182,7 @@ func (t target) call(ctx context.Context, c caller, key string, r algo.Request) 
 func (t target) words(key string, r algo.Request) []string {
 	var args []any
 	if t.script {
-		args = append([]any{"EVALSHA", lua.Scripts[r.Kind.Command()].SHA1, 1, key}, lua.Args(r)...)
+		args = append([]any{"EVALSHA", lua.Named(r.Kind.Command()).SHA1, 1, key}, lua.Args(r)...)
 	} else {
 		args = command(r, key)
 	}

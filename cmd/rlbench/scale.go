@@ -192,7 +192,7 @@ func runScale(ctx context.Context, cfg config, w io.Writer) (scaleResult, error)
 // connections dialled, the script cached on every node), then all send pipelines
 // until -scale-time is up.
 func scaleLoad(ctx context.Context, cfg config, tg scaleTarget, prefix string) (histogram, time.Duration, error) {
-	script := lua.Scripts[scaleRequest.Kind.Command()]
+	script := lua.Named(scaleRequest.Kind.Command())
 	send := func(pipe redis.Pipeliner, rng *rand.Rand) error {
 		for range cfg.scaleDepth {
 			key := prefix + strconv.Itoa(rng.IntN(cfg.scaleKeys))
@@ -329,7 +329,7 @@ func startRedisNodes(ctx context.Context, dir string, n, clients int, s *stopper
 	c := scaleClient(addrs, clients)
 	s.add(func() { c.Close() })
 	// A ClusterClient loads a script on every master.
-	if err := c.ScriptLoad(ctx, lua.Scripts[algo.KindToken.Command()].Source).Err(); err != nil {
+	if err := c.ScriptLoad(ctx, lua.Named(algo.KindToken.Command()).Source).Err(); err != nil {
 		return scaleTarget{}, fmt.Errorf("SCRIPT LOAD: %w", err)
 	}
 	return scaleTarget{addrs: addrs, client: c, script: true}, nil

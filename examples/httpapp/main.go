@@ -110,23 +110,26 @@ func newClient(cfg config) (*client.Client, func(), error) {
 		if cfg.fallback == "local" {
 			return nil, nil, errors.New("-fallback local is for a server backend: -backend embedded decides in-process already")
 		}
-		c, err := client.NewEmbedded(client.Options{})
+		c, err := client.NewEmbedded(client.EmbeddedOptions{})
 		return c, func() {}, err
 	}
-	construct := map[string]func(redis.UniversalClient, client.Options) (*client.Client, error){
-		"rlserver": client.New, "redis": client.NewLua}[backend]
-	if construct == nil {
+	if backend != "rlserver" && backend != "redis" {
 		return nil, nil, fmt.Errorf("-backend %q: want rlserver, redis or embedded", backend)
 	}
-	// Context deadlines honoured (the limiter's budget), no retries (a retried call
-	// counts twice). Several addresses make a cluster client.
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ","),
-		ContextTimeoutEnabled: true, MaxRetries: -1})
-	opts := client.Options{Timeout: -1} // the middleware's budget applies
+	// go-redis's defaults: the Client keeps its calls within the middleware's budget
+	// and never lets go-redis re-send one. Several addresses make a cluster client.
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ",")})
+	var opts client.Options
 	if cfg.fallback == "local" {
 		opts.Fallback = &client.Fallback{Replicas: cfg.replicas}
 	}
-	c, err := construct(rdb, opts)
+	var c *client.Client
+	var err error
+	if backend == "redis" {
+		c, err = client.NewLua(rdb, client.LuaOptions{Options: opts})
+	} else {
+		c, err = client.New(rdb, opts)
+	}
 	if err != nil {
 		rdb.Close()
 		return nil, nil, err
