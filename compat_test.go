@@ -46,6 +46,7 @@ import (
 	"github.com/rlserver/rlserver/internal/lab"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/lua"
+	"github.com/rlserver/rlserver/resp"
 )
 
 var (
@@ -383,7 +384,7 @@ const maxStep = 10_000_000_000
 // kinds, keys are shared: each key has a usual kind that changes now and then, so
 // WRONGTYPE comes up, but a quarter of the time only while the key holds another
 // kind's state (a private algoSide tells; left alone, the long states a huge cost
-// leaves would make most calls WRONGTYPE). It fails t if algo.Parse reads a command
+// leaves would make most calls WRONGTYPE). It fails t if resp.ParseRequest reads a command
 // otherwise than the step means it.
 func genSteps(t *testing.T, seed uint64, label string, n int, ks ...algo.Kind) []step {
 	rng := rand.New(rand.NewPCG(seed, uint64(len(ks))<<8|uint64(ks[0])))
@@ -425,9 +426,9 @@ func genSteps(t *testing.T, seed uint64, label string, n int, ks ...algo.Kind) [
 		for _, a := range steps[i].args[2:] {
 			raw = append(raw, fmt.Append(nil, a))
 		}
-		parsed, err := algo.Parse(r.Kind, raw, 100_000)
+		parsed, err := resp.ParseRequest(r.Kind, raw, 100_000)
 		if err != nil || parsed != r {
-			t.Fatalf("algo.Parse(%v) = %+v, %v; the step means %+v", steps[i].args, parsed, err, r)
+			t.Fatalf("resp.ParseRequest(%v) = %+v, %v; the step means %+v", steps[i].args, parsed, err, r)
 		}
 	}
 	return steps
@@ -462,7 +463,7 @@ func drawParams(rng *rand.Rand, kind algo.Kind, short bool) algo.Request {
 	}
 }
 
-// drawAnyParams is drawParams, schedules over the 100 years Parse refuses included.
+// drawAnyParams is drawParams, schedules over the 100 years the grammar refuses included.
 func drawAnyParams(rng *rand.Rand, kind algo.Kind, short bool) algo.Request {
 	r := algo.Request{Kind: kind, Limit: drawCount(rng)}
 	if rng.IntN(3) == 0 {
@@ -514,7 +515,7 @@ func drawCost(rng *rand.Rand, r algo.Request) int64 {
 	}
 }
 
-// drawAnyCost is drawCost, costs that Parse refuses for RL.LEAKY included.
+// drawAnyCost is drawCost, costs that the grammar refuses for RL.LEAKY included.
 func drawAnyCost(rng *rand.Rand, r algo.Request) int64 {
 	scale, most := r.Limit, r.Limit*1000
 	switch {

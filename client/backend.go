@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/reply"
 	"github.com/rlserver/rlserver/lua"
 	"github.com/rlserver/rlserver/store"
 )
@@ -262,9 +263,12 @@ func decision(cmd *redis.Cmd) (algo.Decision, error) {
 	return algo.Decision{Allowed: v[0] == 1, Limit: v[1], Remaining: v[2], RetryAfter: v[3], ResetAfter: v[4]}, nil
 }
 
-// classify wraps a go-redis error in the sentinel it means. The server's argument
-// errors read "ERR <argument> must be ..." (docs/commands.md); anything else that is not
-// WRONGTYPE, network errors and timeouts included, means no decision came back.
+// classify wraps a go-redis error in the sentinel it means. A reply is ErrWrongType
+// or ErrBadLimit by its first word where Redis gives it a word of its own (WRONGTYPE,
+// CROSSSLOT: AllowAll's keys over several cluster slots), and by the exact set of
+// rlserver's refusals of a request (reply.BadRequest) among the replies Redis starts
+// with "ERR", which also says "ERR" for conditions of the server; anything else,
+// network errors and timeouts included, means no decision came back.
 func classify(err error) error {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
@@ -272,8 +276,7 @@ func classify(err error) error {
 		switch {
 		case strings.HasPrefix(msg, "WRONGTYPE"):
 			return fmt.Errorf("%w: %w", ErrWrongType, err)
-		case strings.HasPrefix(msg, "ERR ") && strings.Contains(msg, " must be "),
-			strings.HasPrefix(msg, "CROSSSLOT"): // AllowAll's keys over several cluster slots
+		case strings.HasPrefix(msg, "CROSSSLOT"), reply.BadRequest(msg):
 			return fmt.Errorf("%w: %w", ErrBadLimit, err)
 		}
 	}

@@ -2,7 +2,6 @@ package client
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
@@ -121,7 +120,7 @@ func (l Limit) Validate() error {
 		return fmt.Errorf("%w: %s %s must be between %d and %d, got %d", ErrBadLimit, name, optionName[l.kind], lo, maxCount, l.option)
 	}
 	if err := l.request(0, false).CheckSchedule(); err != nil {
-		return fmt.Errorf("%w: %s: %s", ErrBadLimit, name, strings.TrimPrefix(err.Error(), "ERR "))
+		return fmt.Errorf("%w: %s: %w", ErrBadLimit, name, err)
 	}
 	return nil
 }
@@ -153,7 +152,7 @@ func (l Limit) checkCost(n int) error {
 		return fmt.Errorf("%w: %s cost must be between 0 and %d, got %d", ErrBadLimit, l.kind.Command(), l.n*costPerUnit, n)
 	}
 	if err := l.request(int64(n), false).CheckSchedule(); err != nil {
-		return fmt.Errorf("%w: %s: %s", ErrBadLimit, l.kind.Command(), strings.TrimPrefix(err.Error(), "ERR "))
+		return fmt.Errorf("%w: %s: %w", ErrBadLimit, l.kind.Command(), err)
 	}
 	return nil
 }

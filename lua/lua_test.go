@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/testenv"
+	"github.com/rlserver/rlserver/resp"
 )
 
 // TestScripts checks that every command has its script, named by its command and by
@@ -460,7 +461,7 @@ func nativeGCRA(t *testing.T, args string) algo.Request {
 	for _, a := range strings.Fields(args) {
 		raw = append(raw, []byte(a))
 	}
-	r, err := algo.ParseGCRA(raw)
+	r, err := resp.ParseGCRA(raw)
 	if err != nil {
 		t.Fatalf("ParseGCRA(%q): %v", args, err)
 	}
