@@ -21,6 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/lab"
 	"github.com/rlserver/rlserver/lua"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
@@ -120,7 +121,7 @@ func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 		if rng.IntN(10) == 0 {
 			peekAt = rng.IntN(len(picked))
 		}
-		args := []any{randomCase(rng, "RL.ALL")}
+		args := []any{lab.RandomCase(rng, "RL.ALL")}
 		st := multiStep{op: opAll}
 		for j, k := range picked {
 			name := fmt.Sprintf("all:%d:%d", i/epoch, k)
@@ -144,8 +145,8 @@ func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 				r.Cost = drawCost(rng, r)
 			}
 			r.Peek = j == peekAt
-			cmd := command(r, name, rng)
-			cmd[0] = randomCase(rng, allWord(r.Kind))
+			cmd := lab.Command(r, name, rng)
+			cmd[0] = lab.RandomCase(rng, allWord(r.Kind))
 			args = append(args, cmd...)
 			r.Peek = peekAt >= 0
 			st.rules = append(st.rules, algo.Rule{Key: []byte(name), Req: r})
@@ -257,21 +258,21 @@ func genLeaseSteps(t *testing.T, seed uint64, n int) []multiStep {
 			if rng.IntN(3) != 0 || st.lease.Duration > 60_000_000 {
 				st.lease.ID = []byte(id)
 			}
-			st.args = []any{randomCase(rng, "RL.ACQUIRE"), key, st.lease.Limit, st.lease.Duration / 1000}
+			st.args = []any{lab.RandomCase(rng, "RL.ACQUIRE"), key, st.lease.Limit, st.lease.Duration / 1000}
 			if st.lease.ID != nil {
-				st.args = append(st.args, randomCase(rng, "ID"), id)
+				st.args = append(st.args, lab.RandomCase(rng, "ID"), id)
 			}
 		case n < 70:
 			st.op, st.id, st.dur = opRenew, []byte(id), drawMs()*1000
-			st.args = []any{randomCase(rng, "RL.RENEW"), key, id, st.dur / 1000}
+			st.args = []any{lab.RandomCase(rng, "RL.RENEW"), key, id, st.dur / 1000}
 		case n < 95:
 			st.op, st.id = opRelease, []byte(id)
-			st.args = []any{randomCase(rng, "RL.RELEASE"), key, id}
+			st.args = []any{lab.RandomCase(rng, "RL.RELEASE"), key, id}
 		default:
 			kind := []algo.Kind{algo.KindLog, algo.KindFixed}[rng.IntN(2)]
 			r := algo.Request{Kind: kind, Limit: 1 + rng.Int64N(5), Window: (1 + rng.Int64N(1000)) * 1000, Cost: 1}
 			st.op, st.rules = opSingle, []algo.Rule{{Key: []byte(key), Req: r}}
-			st.args = command(r, key, rng)
+			st.args = lab.Command(r, key, rng)
 		}
 		steps[i] = st
 
@@ -496,7 +497,7 @@ func (s storeSide) do(st multiStep) multiOutcome {
 		}
 	}
 	if err != nil {
-		o.reply, o.err = "", err.Error()
+		o.reply, o.err = "", resp.ErrorReply(err)
 	}
 	var keys []string
 	for _, k := range st.keys {
@@ -583,7 +584,7 @@ func (tg target) allCall(ctx context.Context, rules []algo.Rule) ([]any, error) 
 	}
 	args := []any{"RL.ALL"}
 	for _, r := range rules {
-		cmd := command(r.Req, string(r.Key), nil)
+		cmd := lab.Command(r.Req, string(r.Key), nil)
 		cmd[0] = allWord(r.Req.Kind)
 		args = append(args, cmd...)
 	}
@@ -601,8 +602,8 @@ func TestAllNoPollution(t *testing.T) {
 	if w := windowMs * 1000; w-time.Now().UnixMicro()%w < 600_000_000 {
 		windowMs -= 86_400_000
 	}
-	user := algo.Rule{Key: []byte("{p}user"), Req: request(algo.KindFixed, 100, windowMs)}
-	ip := algo.Rule{Key: []byte("{p}ip"), Req: request(algo.KindLog, 60, windowMs)}
+	user := algo.Rule{Key: []byte("{p}user"), Req: lab.Request(algo.KindFixed, 100, windowMs)}
+	ip := algo.Rule{Key: []byte("{p}ip"), Req: lab.Request(algo.KindLog, 60, windowMs)}
 	for _, tg := range targets(t) {
 		var admitted atomic.Int64
 		var wg sync.WaitGroup

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/lab"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -73,7 +74,7 @@ func genGCRASteps(t *testing.T, seed uint64, n int) []step {
 			now += drawStep(rng, r, burst)
 			r.Cost = drawCost(rng, r)
 			r.Peek = rng.IntN(10) == 0
-			args = command(r, name, rng)
+			args = lab.Command(r, name, rng)
 			parsed, err := resp.ParseRequest(r.Kind, rawArgs(args[2:]), 100_000)
 			if err != nil || parsed != r {
 				t.Fatalf("resp.ParseRequest(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
@@ -175,9 +176,9 @@ func drawNativeStep(rng *rand.Rand, r algo.Request, burst bool) int64 {
 // nativeCommand is the GCRA call r on key, its period spelled p: the command word and
 // TOKENS in random case, TOKENS 1 sent or left to its default at random.
 func nativeCommand(rng *rand.Rand, r algo.Request, p, key string) []any {
-	args := []any{randomCase(rng, "GCRA"), key, r.Limit, r.Rate, p}
+	args := []any{lab.RandomCase(rng, "GCRA"), key, r.Limit, r.Rate, p}
 	if r.Cost != 1 || rng.IntN(2) == 0 {
-		args = append(args, randomCase(rng, "TOKENS"), r.Cost)
+		args = append(args, lab.RandomCase(rng, "TOKENS"), r.Cost)
 	}
 	return args
 }

@@ -5,12 +5,12 @@ package resp
 func cmdAcquire(s *Server, c *client, args [][]byte, now int64) {
 	r, err := ParseAcquire(args[2:], s.cfg.MaxLogLimit)
 	if err != nil {
-		c.writeError(errorReply(err))
+		c.writeError(ErrorReply(err))
 		return
 	}
 	d, err := s.store.Acquire(args[1], r, now)
 	if err != nil {
-		c.writeError(errorReply(err))
+		c.writeError(ErrorReply(err))
 		return
 	}
 	c.w.WriteArray(5)
@@ -29,7 +29,7 @@ func cmdAcquire(s *Server, c *client, args [][]byte, now int64) {
 func cmdRelease(s *Server, c *client, args [][]byte, now int64) {
 	ok, err := s.store.Release(args[1], args[2], now)
 	if err != nil {
-		c.writeError(errorReply(err))
+		c.writeError(ErrorReply(err))
 		return
 	}
 	c.w.WriteInt64(boolInt(ok))
@@ -40,12 +40,12 @@ func cmdRelease(s *Server, c *client, args [][]byte, now int64) {
 func cmdRenew(s *Server, c *client, args [][]byte, now int64) {
 	id, duration, err := parseRenew(args[2:])
 	if err != nil {
-		c.writeError(errorReply(err))
+		c.writeError(ErrorReply(err))
 		return
 	}
 	ok, err := s.store.Renew(args[1], id, duration, now)
 	if err != nil {
-		c.writeError(errorReply(err))
+		c.writeError(ErrorReply(err))
 		return
 	}
 	c.w.WriteInt64(boolInt(ok))

@@ -22,7 +22,7 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 	return func(s *Server, c *client, args [][]byte, now int64) {
 		req, err := parse(s, args[2:])
 		if err != nil {
-			c.writeError(errorReply(err))
+			c.writeError(ErrorReply(err))
 			return
 		}
 		if !req.Peek && s.repl.readOnly.Load() {
@@ -31,7 +31,7 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 		}
 		d, err := s.store.Do(args[1], req, now)
 		if err != nil {
-			c.writeError(errorReply(err))
+			c.writeError(ErrorReply(err))
 			return
 		}
 		var first int64

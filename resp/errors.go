@@ -10,7 +10,7 @@ import (
 )
 
 // The error replies of the rate-limiting commands, and the one place where the typed
-// errors of package algo and package store become Redis's words (errorReply,
+// errors of package algo and package store become Redis's words (ErrorReply,
 // scheduleError). docs/commands.md lists these texts; clients match them, so they
 // change only with the contract.
 
@@ -61,7 +61,7 @@ var (
 	errGCRABurstOvf  = replyError(reply.GCRABurstOvf)
 	errGCRASpan      = replyError(reply.GCRASpan)
 
-	// The store's errors (errorReply). OOM and WRONGTYPE are Redis's own texts, which
+	// The store's errors (ErrorReply). OOM and WRONGTYPE are Redis's own texts, which
 	// clients recognise by their first word.
 	errWrongType  = replyError("WRONGTYPE Operation against a key holding the wrong kind of value")
 	errKeyTooLong = replyError(reply.KeyTooLong)
@@ -109,9 +109,11 @@ func scheduleError(r algo.Request, err error) error {
 	return errBurstSpan
 }
 
-// errorReply is the error reply for err: the grammar's own, or a store error in Redis's
-// words. Anything else is a bug's, answered as Redis answers one.
-func errorReply(err error) string {
+// ErrorReply is the error reply rlserver sends for err, without its '-': the
+// grammar's own, or a store error in Redis's words; anything else is a bug's,
+// answered as Redis answers one. For code that drives a store.Store directly and
+// must answer as the server does.
+func ErrorReply(err error) string {
 	var re replyError
 	switch {
 	case errors.As(err, &re):

@@ -28,8 +28,8 @@ func TestErrorReply(t *testing.T) {
 		{limitError(7), "ERR limit must be an integer between 1 and 7"},
 		{errors.New("surprise"), "ERR surprise"},
 	} {
-		if got := errorReply(c.err); got != c.want {
-			t.Errorf("errorReply(%v) = %q, want %q", c.err, got, c.want)
+		if got := ErrorReply(c.err); got != c.want {
+			t.Errorf("ErrorReply(%v) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }
