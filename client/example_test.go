@@ -12,7 +12,7 @@ import (
 )
 
 // frozen is a clock that never moves, so that the examples' output is repeatable.
-// Leave Options.Clock nil for the real time.
+// Leave EmbeddedOptions.Clock nil for the real time.
 func frozen() time.Time { return time.Unix(1_750_000_000, 0) }
 
 func Example() {
