@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
@@ -177,14 +178,9 @@ func startRLCluster(t *testing.T, n int) ([]*process, []string) {
 	t.Helper()
 	var err error
 	for range 3 {
-		addrs := make([]string, n)
-		for i := range addrs {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addrs[i] = ln.Addr().String()
-			ln.Close()
+		var addrs []string
+		if addrs, err = launch.FreeAddrs(n); err != nil {
+			t.Fatal(err)
 		}
 		var nodes []*process
 		for i, addr := range addrs {
@@ -213,8 +209,11 @@ func startRLCluster(t *testing.T, n int) ([]*process, []string) {
 // startNode runs the suite's rlserver binary on addr with args and waits until it
 // answers PING.
 func startNode(addr string, args ...string) (*process, error) {
-	cmd := exec.Command(suite.serverBin, append([]string{"-addr", addr, "-enable-debug-command", "-loglevel", "WARN"}, args...)...)
-	return launch(suite.dir, "rlserver-node", addr, cmd)
+	p, err := launch.RLServerAt(suite.serverBin, suite.dir, addr, append([]string{"-enable-debug-command", "-loglevel", "WARN"}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	return newProcess(p, "rlserver"), nil
 }
 
 // TestRLServerClusterMatchesRedis sends the cluster commands, and commands that get

@@ -21,7 +21,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/lab"
 	"github.com/rlserver/rlserver/lua"
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -94,7 +96,7 @@ func allWord(kind algo.Kind) string {
 // and then), so rules overlap from call to call, small limits make one dimension refuse
 // while others would admit, and a key still holding another kind's state gives
 // WRONGTYPE. PEEK comes in a tenth of the calls, in one rule's options; one call in 40
-// names a key twice. It fails t if algo.ParseAll reads a command otherwise than the
+// names a key twice. It fails t if resp.ParseAll reads a command otherwise than the
 // step means it.
 func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 	rng := rand.New(rand.NewPCG(seed, 0xa11))
@@ -119,7 +121,7 @@ func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 		if rng.IntN(10) == 0 {
 			peekAt = rng.IntN(len(picked))
 		}
-		args := []any{randomCase(rng, "RL.ALL")}
+		args := []any{lab.RandomCase(rng, "RL.ALL")}
 		st := multiStep{op: opAll}
 		for j, k := range picked {
 			name := fmt.Sprintf("all:%d:%d", i/epoch, k)
@@ -143,8 +145,8 @@ func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 				r.Cost = drawCost(rng, r)
 			}
 			r.Peek = j == peekAt
-			cmd := command(r, name, rng)
-			cmd[0] = randomCase(rng, allWord(r.Kind))
+			cmd := lab.Command(r, name, rng)
+			cmd[0] = lab.RandomCase(rng, allWord(r.Kind))
 			args = append(args, cmd...)
 			r.Peek = peekAt >= 0
 			st.rules = append(st.rules, algo.Rule{Key: []byte(name), Req: r})
@@ -164,9 +166,9 @@ func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 		for _, a := range args[1:] {
 			raw = append(raw, fmt.Append(nil, a))
 		}
-		parsed, err := algo.ParseAll(raw, 100_000)
+		parsed, err := resp.ParseAll(raw, 100_000)
 		if err != nil || fmt.Sprint(parsed) != fmt.Sprint(st.rules) {
-			t.Fatalf("algo.ParseAll(%v) = %+v, %v; the step means %+v", args, parsed, err, st.rules)
+			t.Fatalf("resp.ParseAll(%v) = %+v, %v; the step means %+v", args, parsed, err, st.rules)
 		}
 	}
 	return steps
@@ -256,21 +258,21 @@ func genLeaseSteps(t *testing.T, seed uint64, n int) []multiStep {
 			if rng.IntN(3) != 0 || st.lease.Duration > 60_000_000 {
 				st.lease.ID = []byte(id)
 			}
-			st.args = []any{randomCase(rng, "RL.ACQUIRE"), key, st.lease.Limit, st.lease.Duration / 1000}
+			st.args = []any{lab.RandomCase(rng, "RL.ACQUIRE"), key, st.lease.Limit, st.lease.Duration / 1000}
 			if st.lease.ID != nil {
-				st.args = append(st.args, randomCase(rng, "ID"), id)
+				st.args = append(st.args, lab.RandomCase(rng, "ID"), id)
 			}
 		case n < 70:
 			st.op, st.id, st.dur = opRenew, []byte(id), drawMs()*1000
-			st.args = []any{randomCase(rng, "RL.RENEW"), key, id, st.dur / 1000}
+			st.args = []any{lab.RandomCase(rng, "RL.RENEW"), key, id, st.dur / 1000}
 		case n < 95:
 			st.op, st.id = opRelease, []byte(id)
-			st.args = []any{randomCase(rng, "RL.RELEASE"), key, id}
+			st.args = []any{lab.RandomCase(rng, "RL.RELEASE"), key, id}
 		default:
 			kind := []algo.Kind{algo.KindLog, algo.KindFixed}[rng.IntN(2)]
 			r := algo.Request{Kind: kind, Limit: 1 + rng.Int64N(5), Window: (1 + rng.Int64N(1000)) * 1000, Cost: 1}
 			st.op, st.rules = opSingle, []algo.Rule{{Key: []byte(key), Req: r}}
-			st.args = command(r, key, rng)
+			st.args = lab.Command(r, key, rng)
 		}
 		steps[i] = st
 
@@ -293,9 +295,9 @@ func genLeaseSteps(t *testing.T, seed uint64, n int) []multiStep {
 			for _, a := range st.args[2:] {
 				raw = append(raw, fmt.Append(nil, a))
 			}
-			parsed, err := algo.ParseAcquire(raw, 100_000)
+			parsed, err := resp.ParseAcquire(raw, 100_000)
 			if err != nil || fmt.Sprint(parsed) != fmt.Sprint(st.lease) {
-				t.Fatalf("algo.ParseAcquire(%q) = %+v, %v; the step means %+v", raw, parsed, err, st.lease)
+				t.Fatalf("resp.ParseAcquire(%q) = %+v, %v; the step means %+v", raw, parsed, err, st.lease)
 			}
 		}
 	}
@@ -332,7 +334,7 @@ func (s multiScriptSide) run(ctx context.Context, steps []multiStep) ([]multiOut
 	expires := make([][]*redis.Cmd, len(steps))
 	for i, st := range steps {
 		name, keys, args := st.script()
-		calls[i] = pipe.EvalSha(ctx, lua.Scripts[name].SHA1, keys, args...)
+		calls[i] = pipe.EvalSha(ctx, lua.Named(name).SHA1, keys, args...)
 		for _, k := range st.keys {
 			// Under now_us a script's key expires at the µs its PEXPIRETIME holds: -2
 			// absent, -1 none (never the case for a script's key).
@@ -495,7 +497,7 @@ func (s storeSide) do(st multiStep) multiOutcome {
 		}
 	}
 	if err != nil {
-		o.reply, o.err = "", err.Error()
+		o.reply, o.err = "", resp.ErrorReply(err)
 	}
 	var keys []string
 	for _, k := range st.keys {
@@ -578,11 +580,11 @@ func checkMix(t *testing.T, steps []multiStep, kinds ...string) {
 func (tg target) allCall(ctx context.Context, rules []algo.Rule) ([]any, error) {
 	if tg.script {
 		keys, args := lua.ArgsAll(rules)
-		return tg.client.EvalSha(ctx, lua.Scripts["rl.all"].SHA1, keys, args...).Slice()
+		return tg.client.EvalSha(ctx, lua.Named("rl.all").SHA1, keys, args...).Slice()
 	}
 	args := []any{"RL.ALL"}
 	for _, r := range rules {
-		cmd := command(r.Req, string(r.Key), nil)
+		cmd := lab.Command(r.Req, string(r.Key), nil)
 		cmd[0] = allWord(r.Req.Kind)
 		args = append(args, cmd...)
 	}
@@ -600,8 +602,8 @@ func TestAllNoPollution(t *testing.T) {
 	if w := windowMs * 1000; w-time.Now().UnixMicro()%w < 600_000_000 {
 		windowMs -= 86_400_000
 	}
-	user := algo.Rule{Key: []byte("{p}user"), Req: request(algo.KindFixed, 100, windowMs)}
-	ip := algo.Rule{Key: []byte("{p}ip"), Req: request(algo.KindLog, 60, windowMs)}
+	user := algo.Rule{Key: []byte("{p}user"), Req: lab.Request(algo.KindFixed, 100, windowMs)}
+	ip := algo.Rule{Key: []byte("{p}ip"), Req: lab.Request(algo.KindLog, 60, windowMs)}
 	for _, tg := range targets(t) {
 		var admitted atomic.Int64
 		var wg sync.WaitGroup
@@ -662,7 +664,7 @@ func TestLeaseCrash(t *testing.T) {
 		var reply []any
 		var err error
 		if tg.script {
-			reply, err = tg.client.EvalSha(ctx, lua.Scripts["rl.acquire"].SHA1, []string{"crash"}, 3, leaseMs, id).Slice()
+			reply, err = tg.client.EvalSha(ctx, lua.Named("rl.acquire").SHA1, []string{"crash"}, 3, leaseMs, id).Slice()
 		} else {
 			args := []any{"RL.ACQUIRE", "crash", 3, leaseMs}
 			if id != "" {

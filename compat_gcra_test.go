@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/resp"
 )
 
 // The differential run of Redis 8.8's native GCRA command: random GCRA calls mixed
@@ -64,18 +66,18 @@ func genGCRASteps(t *testing.T, seed uint64, n int) []step {
 			r.Cost = drawTokens(rng, r)
 			now += drawNativeStep(rng, r, burst)
 			args = nativeCommand(rng, r, spelled[s], name)
-			parsed, err := algo.ParseGCRA(rawArgs(args[2:]))
+			parsed, err := resp.ParseGCRA(rawArgs(args[2:]))
 			if err != nil || parsed != r {
-				t.Fatalf("algo.ParseGCRA(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
+				t.Fatalf("resp.ParseGCRA(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
 			}
 		} else {
 			now += drawStep(rng, r, burst)
 			r.Cost = drawCost(rng, r)
 			r.Peek = rng.IntN(10) == 0
-			args = command(r, name, rng)
-			parsed, err := algo.Parse(r.Kind, rawArgs(args[2:]), 100_000)
+			args = lab.Command(r, name, rng)
+			parsed, err := resp.ParseRequest(r.Kind, rawArgs(args[2:]), 100_000)
 			if err != nil || parsed != r {
-				t.Fatalf("algo.Parse(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
+				t.Fatalf("resp.ParseRequest(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
 			}
 		}
 		steps[i] = step{key: name, now: now, req: r, args: args}
@@ -103,7 +105,7 @@ func drawNative(t *testing.T, rng *rand.Rand) (algo.Request, string) {
 		case 1:
 			p = strconv.Itoa(1 + rng.IntN(3600))
 		}
-		r, err := algo.ParseGCRA(rawArgs([]any{mb, tpp, p}))
+		r, err := resp.ParseGCRA(rawArgs([]any{mb, tpp, p}))
 		switch {
 		case err == nil:
 			return r, p
@@ -174,9 +176,9 @@ func drawNativeStep(rng *rand.Rand, r algo.Request, burst bool) int64 {
 // nativeCommand is the GCRA call r on key, its period spelled p: the command word and
 // TOKENS in random case, TOKENS 1 sent or left to its default at random.
 func nativeCommand(rng *rand.Rand, r algo.Request, p, key string) []any {
-	args := []any{randomCase(rng, "GCRA"), key, r.Limit, r.Rate, p}
+	args := []any{lab.RandomCase(rng, "GCRA"), key, r.Limit, r.Rate, p}
 	if r.Cost != 1 || rng.IntN(2) == 0 {
-		args = append(args, randomCase(rng, "TOKENS"), r.Cost)
+		args = append(args, lab.RandomCase(rng, "TOKENS"), r.Cost)
 	}
 	return args
 }

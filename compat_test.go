@@ -27,16 +27,13 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,8 +41,10 @@ import (
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/lua"
+	"github.com/rlserver/rlserver/resp"
 )
 
 var (
@@ -90,7 +89,7 @@ func runSuite(m *testing.M) int {
 	if suite.redis, suite.redisErr = startRedis(dir); suite.redis != nil {
 		defer suite.redis.stop()
 	}
-	if suite.serverBin, suite.serverErr = buildServer(dir); suite.serverErr == nil {
+	if suite.serverBin, suite.serverErr = launch.BuildRLServer(context.Background(), dir); suite.serverErr == nil {
 		if suite.server, suite.serverErr = startServer(dir, suite.serverBin); suite.server != nil {
 			defer suite.server.stop()
 		}
@@ -135,90 +134,24 @@ func flush(t *testing.T, p *process) {
 	}
 }
 
-// process is a server the suite started.
+// process is a server the suite started (package launch), with a client on it.
 type process struct {
-	name    string // "redis-server" or "rlserver"
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed once the process has exited
-	addr    string
-	client  *redis.Client
-	logPath string
+	*launch.Proc
+	name   string // "redis-server" or "rlserver"
+	addr   string
+	client *redis.Client
 }
 
-// start launches command on a free loopback port and waits until it answers PING.
-// The port is free when picked but may be taken before the server binds it: retry.
-func start(dir, name string, command func(host, port string) *exec.Cmd) (*process, error) {
-	var err error
-	for range 3 {
-		var p *process
-		if p, err = startOnce(dir, name, command); err == nil {
-			return p, nil
-		}
-	}
-	return nil, err
+// newProcess puts a client on p.
+func newProcess(p *launch.Proc, name string) *process {
+	return &process{Proc: p, name: name, addr: p.Addr, client: newClient(p.Addr)}
 }
 
-func startOnce(dir, name string, command func(host, port string) *exec.Cmd) (*process, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	host, port, _ := net.SplitHostPort(addr)
-	return launch(dir, name, addr, command(host, port))
-}
-
-// launch starts cmd, a server that will listen on addr, with its output in a log file
-// in dir, and waits until it answers PING.
-func launch(dir, name, addr string, cmd *exec.Cmd) (*process, error) {
-	logFile, err := os.CreateTemp(dir, name+"-*.log")
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the child keeps its own descriptor
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, exited: make(chan struct{}), addr: addr,
-		client: newClient(addr), logPath: logFile.Name()}
-	go func() { cmd.Wait(); close(p.exited) }()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = p.client.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return p, nil
-		}
-		select {
-		case <-p.exited:
-			p.client.Close()
-			return nil, fmt.Errorf("%s exited at start: %s", name, p.logTail())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("%s did not answer PING within 10 s (%v): %s", name, err, p.logTail())
-		}
-	}
-}
-
-// stop ends p: SIGTERM (both servers shut down on it), then SIGKILL after 5 s.
+// stop closes the client and ends p: SIGTERM (both servers shut down on it), then
+// SIGKILL after 5 s.
 func (p *process) stop() {
 	p.client.Close()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
-
-func (p *process) logTail() string {
-	b, _ := os.ReadFile(p.logPath)
-	return string(b[max(0, len(b)-2000):])
+	p.Proc.Stop()
 }
 
 // newClient connects to addr with go-redis's defaults (RESP3 through HELLO 3) and
@@ -228,16 +161,16 @@ func newClient(addr string) *redis.Client {
 		ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 }
 
+// startRedis starts a redis-server in dir with the scripts loaded.
 func startRedis(dir string) (*process, error) {
-	p, err := start(dir, "redis-server", func(host, port string) *exec.Cmd {
-		return exec.Command("redis-server", "--port", port, "--bind", host, "--save", "",
-			"--appendonly", "no", "--dir", dir, "--loglevel", "warning")
-	})
+	rp, err := launch.Redis(dir)
 	if err != nil {
 		return nil, err
 	}
+	p := newProcess(rp, "redis-server")
 	ctx := context.Background()
-	for name, s := range lua.Scripts {
+	for _, name := range lua.Commands() {
+		s := lua.Named(name)
 		sha, err := p.client.ScriptLoad(ctx, s.Source).Result()
 		if err != nil {
 			p.stop()
@@ -245,77 +178,19 @@ func startRedis(dir string) (*process, error) {
 		}
 		if sha != s.SHA1 {
 			p.stop()
-			return nil, fmt.Errorf("SCRIPT LOAD %s answered %s, lua.Scripts says %s", name, sha, s.SHA1)
+			return nil, fmt.Errorf("SCRIPT LOAD %s answered %s, lua.Named says %s", name, sha, s.SHA1)
 		}
 	}
 	return p, nil
 }
 
-func buildServer(dir string) (string, error) {
-	bin := filepath.Join(dir, "rlserver")
-	out, err := exec.Command("go", "build", "-o", bin, "./cmd/rlserver").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/rlserver: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
+// startServer starts the built rlserver bin with DEBUG CLOCK, its log in dir.
 func startServer(dir, bin string) (*process, error) {
-	return start(dir, "rlserver", func(host, port string) *exec.Cmd {
-		return exec.Command(bin, "-addr", net.JoinHostPort(host, port), "-enable-debug-command", "-loglevel", "WARN")
-	})
-}
-
-// command is r as rlserver takes it. With rng, the command name and options come in
-// random letter case, the options in random order, and COST 1 is sent or left to its
-// default at random; without, the options are upper case in a fixed order.
-func command(r algo.Request, key string, rng *rand.Rand) []any {
-	sendCost := r.Cost != 1 || rng == nil || rng.IntN(2) == 0
-	args := []any{strings.ToUpper(r.Kind.Command()), key}
-	if r.Kind == algo.KindThrottle {
-		args = append(args, r.Limit, r.Rate, r.Window/1_000_000)
-		if sendCost {
-			args = append(args, r.Cost)
-		}
-		return args
+	sp, err := launch.RLServer(bin, dir, "-enable-debug-command", "-loglevel", "WARN")
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, r.Limit, r.Window/1000)
-	var opts [][]any
-	if sendCost {
-		opts = append(opts, []any{"COST", r.Cost})
-	}
-	if r.Peek {
-		opts = append(opts, []any{"PEEK"})
-	}
-	switch {
-	case r.Kind == algo.KindToken && r.Rate > 0:
-		opts = append(opts, []any{"RATE", r.Rate})
-	case r.Kind == algo.KindGCRA && r.Burst > 0:
-		opts = append(opts, []any{"BURST", r.Burst})
-	case r.Kind == algo.KindLeaky && (r.Queue > 0 || rng != nil && rng.IntN(2) == 0):
-		opts = append(opts, []any{"QUEUE", r.Queue})
-	}
-	if rng != nil {
-		args[0] = randomCase(rng, args[0].(string))
-		rng.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
-		for _, o := range opts {
-			o[0] = randomCase(rng, o[0].(string))
-		}
-	}
-	for _, o := range opts {
-		args = append(args, o...)
-	}
-	return args
-}
-
-func randomCase(rng *rand.Rand, s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if rng.IntN(2) == 0 {
-			b[i] = strings.ToLower(string(c))[0]
-		}
-	}
-	return string(b)
+	return newProcess(sp, "rlserver"), nil
 }
 
 // allowed reads a reply's first field: 1 = allowed for RL.*, 0 = allowed for CL.THROTTLE.
@@ -382,7 +257,7 @@ const maxStep = 10_000_000_000
 // kinds, keys are shared: each key has a usual kind that changes now and then, so
 // WRONGTYPE comes up, but a quarter of the time only while the key holds another
 // kind's state (a private algoSide tells; left alone, the long states a huge cost
-// leaves would make most calls WRONGTYPE). It fails t if algo.Parse reads a command
+// leaves would make most calls WRONGTYPE). It fails t if resp.ParseRequest reads a command
 // otherwise than the step means it.
 func genSteps(t *testing.T, seed uint64, label string, n int, ks ...algo.Kind) []step {
 	rng := rand.New(rand.NewPCG(seed, uint64(len(ks))<<8|uint64(ks[0])))
@@ -417,16 +292,16 @@ func genSteps(t *testing.T, seed uint64, label string, n int, ks ...algo.Kind) [
 		now += drawStep(rng, r, burst)
 		r.Cost = drawCost(rng, r)
 		r.Peek = s.kind != algo.KindThrottle && rng.IntN(10) == 0
-		steps[i] = step{key: name, now: now, req: r, args: command(r, name, rng)}
+		steps[i] = step{key: name, now: now, req: r, args: lab.Command(r, name, rng)}
 		holder.do(steps[i])
 
 		raw := make([][]byte, 0, len(steps[i].args)-2)
 		for _, a := range steps[i].args[2:] {
 			raw = append(raw, fmt.Append(nil, a))
 		}
-		parsed, err := algo.Parse(r.Kind, raw, 100_000)
+		parsed, err := resp.ParseRequest(r.Kind, raw, 100_000)
 		if err != nil || parsed != r {
-			t.Fatalf("algo.Parse(%v) = %+v, %v; the step means %+v", steps[i].args, parsed, err, r)
+			t.Fatalf("resp.ParseRequest(%v) = %+v, %v; the step means %+v", steps[i].args, parsed, err, r)
 		}
 	}
 	return steps
@@ -461,7 +336,7 @@ func drawParams(rng *rand.Rand, kind algo.Kind, short bool) algo.Request {
 	}
 }
 
-// drawAnyParams is drawParams, schedules over the 100 years Parse refuses included.
+// drawAnyParams is drawParams, schedules over the 100 years the grammar refuses included.
 func drawAnyParams(rng *rand.Rand, kind algo.Kind, short bool) algo.Request {
 	r := algo.Request{Kind: kind, Limit: drawCount(rng)}
 	if rng.IntN(3) == 0 {
@@ -513,7 +388,7 @@ func drawCost(rng *rand.Rand, r algo.Request) int64 {
 	}
 }
 
-// drawAnyCost is drawCost, costs that Parse refuses for RL.LEAKY included.
+// drawAnyCost is drawCost, costs that the grammar refuses for RL.LEAKY included.
 func drawAnyCost(rng *rand.Rand, r algo.Request) int64 {
 	scale, most := r.Limit, r.Limit*1000
 	switch {
@@ -861,28 +736,9 @@ func targets(t *testing.T) []target {
 	return []target{{"redis+lua", r.client, true}, {"rlserver", s.client, false}}
 }
 
-// caller is a client or a pipeline.
-type caller interface {
-	Do(ctx context.Context, args ...any) *redis.Cmd
-	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
-}
-
 // call makes (or, on a pipeline, queues) one call of r on key, at the server's own time.
-func (tg target) call(ctx context.Context, c caller, key string, r algo.Request) *redis.Cmd {
-	if tg.script {
-		return c.EvalSha(ctx, lua.Scripts[r.Kind.Command()].SHA1, []string{key}, lua.Args(r)...)
-	}
-	return c.Do(ctx, command(r, key, nil)...)
-}
-
-// request is a cost-1 call of kind at limit per window_ms (CL.THROTTLE: max_burst
-// limit-1, limit per window_ms/1000 s).
-func request(kind algo.Kind, limit, windowMs int64) algo.Request {
-	r := algo.Request{Kind: kind, Limit: limit, Window: windowMs * 1000, Cost: 1}
-	if kind == algo.KindThrottle {
-		r.Limit, r.Rate = limit-1, limit
-	}
-	return r
+func (tg target) call(ctx context.Context, c lab.Caller, key string, r algo.Request) *redis.Cmd {
+	return lab.Call(ctx, c, tg.script, key, r)
 }
 
 // TestWindowBoundary is the lesson's boundary test: limit 100 per 1,000 ms, 100 calls
@@ -919,7 +775,7 @@ func TestWindowBoundary(t *testing.T) {
 				cmds := map[algo.Kind][]*redis.Cmd{}
 				for _, k := range ks {
 					for range 100 {
-						cmds[k] = append(cmds[k], tg.call(ctx, pipe, "boundary:"+k.Command(), request(k, 100, 1000)))
+						cmds[k] = append(cmds[k], tg.call(ctx, pipe, "boundary:"+k.Command(), lab.Request(k, 100, 1000)))
 					}
 				}
 				sent := time.Now()
@@ -980,7 +836,7 @@ func TestSustainedRate(t *testing.T) {
 		counts[i], errs[i] = make([]int, len(ks)), make([]error, len(ks))
 		for j, k := range ks {
 			wg.Go(func() {
-				r := request(k, 100, 1000)
+				r := lab.Request(k, 100, 1000)
 				for time.Since(start) < time.Second {
 					reply, err := reply5(tg.call(ctx, tg.client, "hammer:"+k.Command(), r))
 					if err != nil {
@@ -1022,7 +878,7 @@ func TestAtomicity(t *testing.T) {
 	}
 	for _, tg := range tgs {
 		for _, k := range kinds {
-			r := request(k, limit, windowMs)
+			r := lab.Request(k, limit, windowMs)
 			switch k {
 			case algo.KindToken:
 				r.Rate = 1 // per year
@@ -1071,7 +927,7 @@ func TestExpiry(t *testing.T) {
 	var longest int64 // ms
 	for _, tg := range tgs {
 		for _, k := range kinds {
-			r := request(k, 10, 200) // CL.THROTTLE: 10 per second
+			r := lab.Request(k, 10, 200) // CL.THROTTLE: 10 per second
 			if k == algo.KindThrottle {
 				r.Window = 1_000_000
 			}
@@ -1152,7 +1008,7 @@ func TestNoKeyWithoutTTL(t *testing.T) {
 			prefix := fmt.Sprintf("atomic-ttl:%s:", k.Command())
 			pipe := tg.client.Pipeline()
 			for u := range users {
-				tg.call(ctx, pipe, prefix+strconv.Itoa(u), request(k, 10, 60_000))
+				tg.call(ctx, pipe, prefix+strconv.Itoa(u), lab.Request(k, 10, 60_000))
 				// A crash here, after the one command, cannot leave half a call behind.
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
@@ -1202,7 +1058,7 @@ func TestWrongType(t *testing.T) {
 					continue
 				}
 				key := fmt.Sprintf("wrongtype:%s:%s", a.Command(), b.Command())
-				ra, rb := request(a, 10, 60_000), request(b, 10, 60_000)
+				ra, rb := lab.Request(a, 10, 60_000), lab.Request(b, 10, 60_000)
 				if _, err := reply5(tg.call(ctx, tg.client, key, ra)); err != nil {
 					t.Fatalf("%s %s: %v", tg.name, a.Command(), err)
 				}
@@ -1310,16 +1166,16 @@ func measureMemory(t *testing.T, k algo.Kind) perUser {
 		loadLog(t, r, s, users)
 	case algo.KindLease:
 		// 10 leases a key, generated ids, taken one round over the users at a time.
-		eval := []string{"EVALSHA", lua.Scripts["rl.acquire"].SHA1, "1", "", "10", "3600000", ""}
+		eval := []string{"EVALSHA", lua.Named("rl.acquire").SHA1, "1", "", "10", "3600000", ""}
 		for range 10 {
 			bulk(t, r, users, keyed(eval, 3))
 			bulk(t, s, users, keyed([]string{"RL.ACQUIRE", "", "10", "3600000"}, 1))
 		}
 	default:
-		req := request(k, 10, 3_600_000)
-		eval := append([]string{"EVALSHA", lua.Scripts[k.Command()].SHA1, "1", ""}, words(lua.Args(req))...)
+		req := lab.Request(k, 10, 3_600_000)
+		eval := append([]string{"EVALSHA", lua.Named(k.Command()).SHA1, "1", ""}, words(lua.Args(req))...)
 		bulk(t, r, users, keyed(eval, 3))
-		bulk(t, s, users, keyed(words(command(req, "", nil)), 1))
+		bulk(t, s, users, keyed(words(lab.Command(req, "", nil)), 1))
 	}
 	time.Sleep(time.Second) // as the user did: let both settle
 	redisAfter, serverAfter := memoryOf(t, r), memoryOf(t, s)
@@ -1347,12 +1203,12 @@ func loadLog(t *testing.T, r, s *process, users int) {
 	const entries, gap, limit, windowMs = 100, 30_000_000, 100, 3_600_000
 	ctx := context.Background()
 	base := time.Now().UnixMicro() - (entries-1)*gap
-	req := request(algo.KindLog, limit, windowMs)
+	req := lab.Request(algo.KindLog, limit, windowMs)
 	for j := range int64(entries) {
 		if err := s.client.Do(ctx, "DEBUG", "CLOCK", "SET", base+j*gap).Err(); err != nil {
 			t.Fatal(err)
 		}
-		bulk(t, s, users, keyed(words(command(req, "", nil)), 1))
+		bulk(t, s, users, keyed(words(lab.Command(req, "", nil)), 1))
 	}
 	zadd := []string{"ZADD", ""}
 	for j := range int64(entries) {
@@ -1369,7 +1225,7 @@ func loadLog(t *testing.T, r, s *process, users int) {
 	})
 
 	// The probe: the script's own set after the same 100 calls.
-	sc := lua.Scripts["rl.log"]
+	sc := lua.Named("rl.log")
 	for j := range int64(entries) {
 		if err := r.client.EvalSha(ctx, sc.SHA1, []string{"probe"}, append(lua.Args(req), base+j*gap)...).Err(); err != nil {
 			t.Fatal(err)
@@ -1429,7 +1285,7 @@ func memoryOf(t *testing.T, p *process) usage {
 			fields[k] = n
 		}
 	}
-	rss, err := lab.RSS(p.cmd.Process.Pid)
+	rss, err := lab.RSS(p.Pid())
 	if err != nil {
 		t.Fatalf("%s: %v", p.name, err)
 	}
@@ -1461,11 +1317,11 @@ func TestClientBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scripted, err := client.NewLua(connect(r.addr), clientOptions)
+	scripted, err := client.NewLua(connect(r.addr), client.LuaOptions{Options: clientOptions})
 	if err != nil {
 		t.Fatal(err)
 	}
-	embedded, err := client.NewEmbedded(client.Options{})
+	embedded, err := client.NewEmbedded(client.EmbeddedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1474,7 +1330,7 @@ func TestClientBackends(t *testing.T) {
 		defer flush(t, s) // the real clock back for the scenarios below
 		sd := seed(t)
 		var now int64
-		frozen, err := client.NewEmbedded(client.Options{Clock: func() time.Time { return time.UnixMicro(now) }})
+		frozen, err := client.NewEmbedded(client.EmbeddedOptions{Clock: func() time.Time { return time.UnixMicro(now) }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1572,7 +1428,7 @@ func clientLimit(r algo.Request) client.Limit {
 	case algo.KindLog:
 		return client.Log(n, w)
 	case algo.KindToken:
-		return client.TokenRate(n, int(cmp.Or(r.Rate, r.Limit)), w)
+		return client.TokenRate(int(cmp.Or(r.Rate, r.Limit)), w, n)
 	case algo.KindGCRA:
 		return client.GCRA(n, w, int(cmp.Or(r.Burst, r.Limit)))
 	}
@@ -1636,7 +1492,7 @@ func boundaryRound(backends []clientBackend, ks []algo.Kind, prefix string) ([]m
 		for i, b := range backends {
 			wg.Go(func() {
 				for _, k := range ks {
-					l := clientLimit(request(k, 100, 1000))
+					l := clientLimit(lab.Request(k, 100, 1000))
 					for range 100 {
 						sent := time.Now()
 						res, err := b.c.Allow(ctx, prefix+k.Command(), l)
@@ -1671,7 +1527,7 @@ func clientAtomicity(t *testing.T, backends []clientBackend) {
 	}
 	for _, b := range backends {
 		for _, k := range withoutThrottle(kinds) {
-			r := request(k, limit, windowMs)
+			r := lab.Request(k, limit, windowMs)
 			switch k {
 			case algo.KindToken:
 				r.Rate = 1 // per year
@@ -1720,7 +1576,7 @@ func clientWrongType(t *testing.T, backends []clientBackend) {
 				}
 				key := "client-wrongtype:" + ka.Command() + ":" + kb.Command()
 				control := "client-wrongtype-control:" + ka.Command() + ":" + kb.Command()
-				la, lb := clientLimit(request(ka, 10, 60_000)), clientLimit(request(kb, 10, 60_000))
+				la, lb := clientLimit(lab.Request(ka, 10, 60_000)), clientLimit(lab.Request(kb, 10, 60_000))
 				for _, k := range []string{key, control} {
 					if _, err := b.c.Allow(ctx, k, la); err != nil {
 						t.Fatalf("%s %s: %v", b.name, ka.Command(), err)
@@ -1751,7 +1607,7 @@ func clientRetryAfter(t *testing.T, backends []clientBackend) {
 		wg.Go(func() {
 			for _, k := range withoutThrottle(kinds) {
 				key := "client-retry:" + k.Command()
-				l := clientLimit(request(k, 2, 400))
+				l := clientLimit(lab.Request(k, 2, 400))
 				for round := range 2 {
 					var denied client.Result
 					for calls := 0; ; calls++ {

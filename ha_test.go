@@ -12,19 +12,18 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
@@ -33,25 +32,12 @@ const haPass = "ha-test-pass"
 
 // haNode is one process: an rlserver or a Sentinel, restartable on its address.
 type haNode struct {
-	t       testing.TB
-	name    string
-	addr    string
-	argv    []string // the program and its arguments
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	logPath string
-	rdb     *redis.Client
-}
-
-// freeAddr returns a loopback address free when asked.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t    testing.TB
+	name string
+	addr string
+	spec launch.Spec  // what start runs, again on a restart
+	proc *launch.Proc // nil while down
+	rdb  *redis.Client
 }
 
 // needBinaries skips or fails t when redis-server or the built rlserver is missing.
@@ -66,60 +52,46 @@ func needBinaries(t testing.TB) {
 // startRL starts an rlserver with -requirepass and -masterauth on a free port.
 func startRL(t testing.TB, name string, args ...string) *haNode {
 	t.Helper()
-	addr := freeAddr(t)
-	n := &haNode{t: t, name: name, addr: addr, argv: append([]string{suite.serverBin, "-addr", addr,
-		"-requirepass", haPass, "-masterauth", haPass, "-enable-debug-command", "-loglevel", "INFO"}, args...)}
+	addr, err := launch.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &haNode{t: t, name: name, addr: addr, spec: launch.Spec{Name: name, Addr: addr, Password: haPass,
+		Log:  filepath.Join(suite.dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log"),
+		Argv: append([]string{suite.serverBin, "-addr", addr, "-requirepass", haPass, "-masterauth", haPass, "-enable-debug-command", "-loglevel", "INFO"}, args...)}}
 	n.start()
 	t.Cleanup(n.kill)
 	return n
 }
 
-// start launches the node's process and waits until it answers PING.
+// start launches the node's process (package launch) and waits until it answers PING.
 func (n *haNode) start() {
 	n.t.Helper()
-	logFile, err := os.OpenFile(filepath.Join(suite.dir, strings.ReplaceAll(n.t.Name(), "/", "_")+"-"+n.name+".log"),
-		os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := launch.Start(n.spec)
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	defer logFile.Close()
-	n.logPath = logFile.Name()
-	n.cmd = exec.Command(n.argv[0], n.argv[1:]...)
-	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
-	if err := n.cmd.Start(); err != nil {
-		n.t.Fatal(err)
-	}
-	n.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); close(exited) }(n.cmd, n.exited)
-	pass := haPass
-	if strings.HasPrefix(n.name, "sentinel") {
-		pass = ""
-	}
-	n.rdb = redis.NewClient(&redis.Options{Addr: n.addr, Password: pass, MaxRetries: -1})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if err = n.rdb.Ping(context.Background()).Err(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("%s did not answer PING: %v\n%s", n.name, err, n.logTail())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	n.up(p)
+}
+
+// up records the running process p and connects to it.
+func (n *haNode) up(p *launch.Proc) {
+	n.proc = p
+	n.rdb = redis.NewClient(&redis.Options{Addr: n.addr, Password: n.spec.Password, MaxRetries: -1})
 }
 
 // kill ends the process with SIGKILL, as a crash would.
 func (n *haNode) kill() {
-	if n.cmd == nil {
+	if n.proc == nil {
 		return
 	}
 	n.rdb.Close()
-	n.cmd.Process.Signal(syscall.SIGKILL)
-	<-n.exited
-	n.cmd = nil
+	n.proc.Kill()
+	n.proc = nil
 }
 
 func (n *haNode) logTail() string {
-	b, _ := os.ReadFile(n.logPath)
+	b, _ := os.ReadFile(n.spec.Log)
 	return string(b[max(0, len(b)-3000):])
 }
 
@@ -174,22 +146,16 @@ func startHA(t testing.TB, sentinels bool) *haSet {
 	}
 	host, port, _ := net.SplitHostPort(set.primary.addr)
 	for i := range 3 {
-		addr := freeAddr(t)
-		_, sport, _ := net.SplitHostPort(addr)
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf")
-		text := fmt.Sprintf("port %s\nbind 127.0.0.1\ndir %s\n"+
-			"sentinel monitor mymaster %s %s 2\n"+
+		p, err := launch.Sentinel(t.TempDir(), fmt.Sprintf("sentinel monitor mymaster %s %s 2\n"+
 			"sentinel down-after-milliseconds mymaster 1000\n"+
 			"sentinel failover-timeout mymaster 10000\n"+
 			"sentinel parallel-syncs mymaster 2\n"+
-			"sentinel auth-pass mymaster %s\n", sport, dir, host, port, haPass)
-		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			"sentinel auth-pass mymaster %s\n", host, port, haPass))
+		if err != nil {
 			t.Fatal(err)
 		}
-		s := &haNode{t: t, name: "sentinel" + strconv.Itoa(i), addr: addr,
-			argv: []string{"redis-server", conf, "--sentinel"}}
-		s.start()
+		s := &haNode{t: t, name: "sentinel" + strconv.Itoa(i), addr: p.Addr, spec: launch.Spec{Log: p.LogPath}}
+		s.up(p)
 		t.Cleanup(s.kill)
 		set.sentinels = append(set.sentinels, s)
 	}

@@ -19,7 +19,7 @@ import (
 // there. Then clusterChecks.
 func TestRedisClusterBackend(t *testing.T) {
 	addrs := testenv.StartRedisCluster(t, 3)
-	c, err := client.NewLua(clusterClient(t, addrs), clientOptions)
+	c, err := client.NewLua(clusterClient(t, addrs), client.LuaOptions{Options: clientOptions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func clusterChecks(t *testing.T, name string, c *client.Client, addrs []string) 
 			t.Fatalf("untagged:a and untagged:b share slot %d: pick keys of two slots", a)
 		}
 		_, err := c.AllowAll(ctx, client.Rule{Key: "untagged:a", Limit: hour}, client.Rule{Key: "untagged:b", Limit: hour})
-		// The caller's mistake, as a bad limit is, not the limiter's unavailability.
+		// The lab.Caller's mistake, as a bad limit is, not the limiter's unavailability.
 		if !errors.Is(err, client.ErrBadLimit) || !strings.Contains(err.Error(), "CROSSSLOT") {
 			t.Errorf("RL.ALL on untagged keys of two slots: %v, want ErrBadLimit with CROSSSLOT", err)
 		}

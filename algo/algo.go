@@ -5,7 +5,7 @@
 // passed in as microseconds since the Unix epoch, as golang.org/x/time/rate passes it,
 // so tests never sleep. The wire contract is docs/commands.md.
 //
-// RL.ALL's rules (ParseAll) are each one such Request on its own key; the store decides
+// RL.ALL's rules (Rule) are each one such Request on its own key; the store decides
 // them together. RL.ACQUIRE's state is a set of leases with deadlines, decided by
 // Acquire, Release and Renew in the same pure style.
 //
@@ -37,7 +37,8 @@ const (
 	KindLease                    // RL.ACQUIRE, RL.RELEASE, RL.RENEW: concurrency leases
 )
 
-// Request is one parsed call, as Parse builds it. Durations are in microseconds.
+// Request is one call, as package resp parses it from the wire (resp.ParseRequest).
+// Durations are in microseconds.
 type Request struct {
 	Kind   Kind  // the command
 	Limit  int64 // L: the limit, the bucket's capacity (TOKEN), or max_burst (CL.THROTTLE, GCRA)
@@ -51,7 +52,7 @@ type Request struct {
 	// Interval is the emission interval T in µs of Redis's GCRA command, which derives
 	// it from a float period; 0 (every other command) derives it from Window and Limit.
 	Interval int64
-	// Period is Redis's GCRA's period in seconds, as ParseGCRA read it, and
+	// Period is Redis's GCRA's period in seconds, as NativeGCRA took it, and
 	// 0 for every other command. The decision reads only Interval; Period is kept for
 	// the Lua twin, which derives Interval from it in doubles, as Redis does.
 	Period float64

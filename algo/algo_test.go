@@ -390,3 +390,33 @@ func TestThrottle(t *testing.T) {
 		})
 	})
 }
+
+func TestKindNames(t *testing.T) {
+	for _, c := range []struct {
+		kind Kind
+		want string
+	}{
+		{KindFixed, "rl.fixed"},
+		{KindSlide, "rl.slide"},
+		{KindLog, "rl.log"},
+		{KindToken, "rl.token"},
+		{KindGCRA, "rl.gcra"},
+		{KindLeaky, "rl.leaky"},
+		{KindThrottle, "cl.throttle"},
+		{Kind(0), "none"},
+		{KindLease, "rl.lease"},
+		{Kind(9), "none"},
+		{Kind(255), "none"},
+	} {
+		if got := c.kind.String(); got != c.want {
+			t.Errorf("Kind(%d).String() = %q, want %q", c.kind, got, c.want)
+		}
+		want := c.want
+		if c.kind == KindLease {
+			want = "rl.acquire" // three commands share the kind; errors name RL.ACQUIRE
+		}
+		if got := c.kind.Command(); got != want {
+			t.Errorf("Kind(%d).Command() = %q, want %q", c.kind, got, want)
+		}
+	}
+}

@@ -3,7 +3,7 @@ package algo
 // The GCRA family (RL.GCRA, CL.THROTTLE, Redis's GCRA) and RL.LEAKY keep one number
 // per key, the theoretical arrival time tat, and do all their arithmetic on integer µs.
 // Every value stays below 2^53, so the Lua scripts, whose numbers are doubles, compute
-// the same integers: Parse refuses a schedule longer than maxSchedule, a stored tat is
+// the same integers: CheckSchedule refuses a schedule longer than maxSchedule, a stored tat is
 // at most now + maxSchedule, and now + 2·maxSchedule is below 2^53 until 2055.
 //
 // Integers, not float64: a float tat holds µs only to a quarter near today's epoch, and

@@ -2,7 +2,11 @@ package algo
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -89,14 +93,104 @@ func wire(kind Kind, d Decision) [5]int64 {
 	return [5]int64{flag, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter}
 }
 
-// mustParse parses a command's arguments after the key, given as one string.
+// The wire's ranges (docs/commands.md), as the tests draw arguments within them.
+const (
+	maxWindowMs = 31_536_000_000 // window_ms: one year
+	maxPeriodS  = 31_536_000     // CL.THROTTLE's period_s: one year
+)
+
+// mustParse builds the request of a command's arguments after the key, given as one
+// string, and fails t if they are out of the wire's ranges.
 func mustParse(t testing.TB, kind Kind, args string) Request {
 	t.Helper()
-	r, err := Parse(kind, split(args), 100_000)
+	r, err := parse(kind, args)
 	if err != nil {
-		t.Fatalf("Parse(%v, %q): %v", kind, args, err)
+		t.Fatalf("parse(%v, %q): %v", kind, args, err)
 	}
 	return r
+}
+
+// parse builds the request of the arguments after the key that the tests write: an
+// RL.* command's "limit window_ms [RATE r|BURST b|QUEUE q] [COST c] [PEEK]",
+// CL.THROTTLE's "max_burst count period_s [quantity]", with the contract's ranges and
+// CheckSchedule; not the server's grammar (package resp), which its own tests check,
+// and the compatibility suite against the Lua scripts.
+func parse(kind Kind, args string) (Request, error) {
+	w := strings.Fields(args)
+	num := func(i int, lo, hi int64) int64 {
+		if i >= len(w) {
+			return lo - 1
+		}
+		n, err := strconv.ParseInt(w[i], 10, 64)
+		if err != nil || n < lo || n > hi {
+			return lo - 1
+		}
+		return n
+	}
+	bad := func(what string) (Request, error) { return Request{}, fmt.Errorf("%s out of range in %q", what, args) }
+	if kind == KindThrottle {
+		r := Request{Kind: kind, Limit: num(0, 0, 1e9), Rate: num(1, 1, 1e9), Window: num(2, 1, maxPeriodS) * 1_000_000, Cost: 1, Cell: true}
+		if len(w) == 4 {
+			r.Cost = num(3, 0, 1e9)
+		}
+		if r.Limit < 0 || r.Rate < 1 || r.Window < 1 || r.Cost < 0 || len(w) < 3 || len(w) > 4 {
+			return bad("an argument")
+		}
+		return r, r.CheckSchedule()
+	}
+	r := Request{Kind: kind, Limit: num(0, 1, 1e9), Window: num(1, 1, maxWindowMs) * 1000, Cost: 1}
+	if r.Limit < 1 || r.Window < 1 {
+		return bad("limit or window_ms")
+	}
+	for i := 2; i < len(w); i++ {
+		var dst *int64
+		lo := int64(1)
+		switch strings.ToUpper(w[i]) {
+		case "PEEK":
+			r.Peek = true
+			continue
+		case "COST":
+			dst, lo = &r.Cost, 0
+		case "RATE":
+			dst = &r.Rate
+		case "BURST":
+			dst = &r.Burst
+		case "QUEUE":
+			dst, lo = &r.Queue, 0
+		default:
+			return bad(w[i])
+		}
+		hi := int64(1e9)
+		if dst == &r.Cost {
+			hi = r.Limit * 1000
+		}
+		i++
+		if *dst = num(i, lo, hi); *dst < lo {
+			return bad(w[i-1])
+		}
+	}
+	return r, r.CheckSchedule()
+}
+
+// parseNative builds the request of Redis's GCRA from "max_burst tokens_per_period
+// period [TOKENS n]", as the tests write it.
+func parseNative(args string) (Request, error) {
+	w := strings.Fields(args)
+	if len(w) != 3 && len(w) != 5 {
+		return Request{}, fmt.Errorf("GCRA %q: 3 or 5 words", args)
+	}
+	mb, err1 := strconv.ParseInt(w[0], 10, 64)
+	n, err2 := strconv.ParseInt(w[1], 10, 64)
+	p, err3 := strconv.ParseFloat(w[2], 64)
+	cost := int64(1)
+	var err4 error
+	if len(w) == 5 {
+		cost, err4 = strconv.ParseInt(w[4], 10, 64)
+	}
+	if err := errors.Join(err1, err2, err3, err4); err != nil || mb < 0 || n < 1 || !(p > 0 && p < 1e12) || cost < 1 {
+		return Request{}, fmt.Errorf("GCRA %q out of Redis's ranges: %v", args, err)
+	}
+	return NativeGCRA(mb, n, p, cost)
 }
 
 // split cuts a string at spaces into arguments.

@@ -2,7 +2,6 @@ package algo
 
 import (
 	"bytes"
-	"fmt"
 )
 
 // MaxLeaseID is the most bytes of a lease id given with ID: an id is stored with every
@@ -16,7 +15,7 @@ type Lease struct {
 	ID       []byte // 1 to 128 bytes, unique among the key's live leases
 }
 
-// LeaseRequest is one parsed RL.ACQUIRE.
+// LeaseRequest is one RL.ACQUIRE, as resp parses it.
 type LeaseRequest struct {
 	Limit    int64  // the most live leases the key may hold; below 1 nothing is ever acquired
 	Duration int64  // µs: lease_ms·1000; a lease acquired at now lives until now + Duration
@@ -33,56 +32,6 @@ type LeaseDecision struct {
 	// FreshAt is the latest live lease's deadline after the call, when the key goes;
 	// <= now if no lease is live.
 	FreshAt int64
-}
-
-// ParseAcquire reads RL.ACQUIRE's arguments after the key: limit lease_ms [ID id]. The
-// limit is at most maxLogLimit (capped at 1e9), since a lease set's memory grows with
-// it as a log's does; lease_ms is at most a year; the ID option's keyword is
-// case-insensitive, its id binary-safe, 1 to 128 bytes, and any other option is
-// "ERR syntax error". The ID aliases args. Errors are complete Redis error lines.
-func ParseAcquire(args [][]byte, maxLogLimit int64) (LeaseRequest, error) {
-	if len(args) < 2 {
-		return LeaseRequest{}, errArity[KindLease]
-	}
-	var r LeaseRequest
-	maxL := min(maxLogLimit, maxLimit)
-	var ok bool
-	if r.Limit, ok = parseRange(args[0], 1, maxL); !ok {
-		return LeaseRequest{}, fmt.Errorf("ERR limit must be an integer between 1 and %d", maxL)
-	}
-	if r.Duration, ok = parseLeaseMs(args[1]); !ok {
-		return LeaseRequest{}, errLeaseMs
-	}
-	for i := 2; i < len(args); i += 2 {
-		if !bytes.EqualFold(args[i], []byte("ID")) || i+1 == len(args) {
-			return LeaseRequest{}, errSyntax
-		}
-		if id := args[i+1]; len(id) == 0 || len(id) > MaxLeaseID {
-			return LeaseRequest{}, errLeaseID
-		}
-		r.ID = args[i+1]
-	}
-	return r, nil
-}
-
-// ParseRenew reads RL.RENEW's arguments after the key: lease_id lease_ms, and returns
-// the id and the duration in µs. Any id is accepted: one that names no live lease
-// answers 0, as RL.RELEASE's does.
-func ParseRenew(args [][]byte) (id []byte, duration int64, err error) {
-	if len(args) != 2 {
-		return nil, 0, errRenewArity
-	}
-	duration, ok := parseLeaseMs(args[1])
-	if !ok {
-		return nil, 0, errLeaseMs
-	}
-	return args[0], duration, nil
-}
-
-// parseLeaseMs reads lease_ms, 1 ms to a year, and returns it in µs.
-func parseLeaseMs(b []byte) (int64, bool) {
-	ms, ok := parseRange(b, 1, maxWindowMs)
-	return ms * 1000, ok
 }
 
 // Acquire decides one RL.ACQUIRE on a key's leases, sorted by deadline; newID is the

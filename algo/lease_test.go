@@ -5,80 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
+	"strconv"
 	"testing"
 )
-
-func TestParseAcquire(t *testing.T) {
-	for _, c := range []struct {
-		args string
-		want LeaseRequest
-	}{
-		{"3 1000", LeaseRequest{Limit: 3, Duration: ms(1000)}},
-		{"100000 31536000000", LeaseRequest{Limit: 100000, Duration: year}},
-		{"1 1 ID job-7", LeaseRequest{Limit: 1, Duration: 1000, ID: []byte("job-7")}},
-		{"1 1 id a ID b", LeaseRequest{Limit: 1, Duration: 1000, ID: []byte("b")}}, // the last ID wins
-		{"1 1 Id " + strings.Repeat("x", 128), LeaseRequest{Limit: 1, Duration: 1000, ID: []byte(strings.Repeat("x", 128))}},
-	} {
-		got, err := ParseAcquire(split(c.args), 100_000)
-		if err != nil || got.Limit != c.want.Limit || got.Duration != c.want.Duration || !bytes.Equal(got.ID, c.want.ID) ||
-			(got.ID == nil) != (c.want.ID == nil) {
-			t.Errorf("ParseAcquire(%q) = %+v, %v; want %+v", c.args, got, err, c.want)
-		}
-	}
-}
-
-func TestParseLeaseErrors(t *testing.T) {
-	const (
-		limit = "ERR limit must be an integer between 1 and 100000"
-		lease = "ERR lease_ms must be an integer between 1 and 31536000000"
-		id    = "ERR lease id must be 1 to 128 bytes"
-	)
-	for _, c := range []struct {
-		renew bool
-		args  []string
-		want  string
-	}{
-		{false, nil, "ERR wrong number of arguments for 'rl.acquire' command"},
-		{false, []string{"1"}, "ERR wrong number of arguments for 'rl.acquire' command"},
-		{false, []string{"0", "1000"}, limit},
-		{false, []string{"100001", "1000"}, limit},
-		{false, []string{"01", "1000"}, limit},
-		{false, []string{"1", "0"}, lease},
-		{false, []string{"1", "31536000001"}, lease},
-		{false, []string{"1", "1.5"}, lease},
-		{false, []string{"1", "1000", "ID"}, "ERR syntax error"},
-		{false, []string{"1", "1000", "ID", ""}, id},
-		{false, []string{"1", "1000", "ID", strings.Repeat("x", 129)}, id},
-		{false, []string{"1", "1000", "PEEK"}, "ERR syntax error"},
-		{false, []string{"1", "1000", "COST", "1"}, "ERR syntax error"},
-		{true, []string{"id"}, "ERR wrong number of arguments for 'rl.renew' command"},
-		{true, []string{"id", "1", "2"}, "ERR wrong number of arguments for 'rl.renew' command"},
-		{true, []string{"id", "0"}, lease},
-		{true, []string{"id", "x"}, lease},
-	} {
-		args := make([][]byte, len(c.args))
-		for i, a := range c.args {
-			args[i] = []byte(a)
-		}
-		var err error
-		if c.renew {
-			_, _, err = ParseRenew(args)
-		} else {
-			_, err = ParseAcquire(args, 100_000)
-		}
-		if err == nil || err.Error() != c.want {
-			t.Errorf("renew %v %q: %v; want error %q", c.renew, c.args, err, c.want)
-		}
-	}
-	if id, d, err := ParseRenew(split("abc 250")); err != nil || string(id) != "abc" || d != ms(250) {
-		t.Errorf("ParseRenew(abc 250) = %q, %d, %v", id, d, err)
-	}
-	if _, err := ParseAcquire(split("1000000001 1000"), 1<<40); err == nil ||
-		err.Error() != "ERR limit must be an integer between 1 and 1000000000" {
-		t.Errorf("a max-log-limit above 1e9 lifted the lease limit: %v", err)
-	}
-}
 
 // leaseStep is one call on a lease set: at µs after base, a command and its answer.
 // ACQUIRE answers "acquired limit remaining retry_after id" (id "-" when none; a
@@ -100,10 +29,7 @@ func runLeaseSteps(t *testing.T, steps []leaseStep) {
 		var got string
 		switch cmd := string(args[0]); cmd {
 		case "ACQUIRE":
-			r, err := ParseAcquire(args[1:], 100_000)
-			if err != nil {
-				t.Fatalf("step %d: %v", i, err)
-			}
+			r := leaseRequest(t, args[1:])
 			var d LeaseDecision
 			set, d = Acquire(set, r, []byte(fmt.Sprint("n", i)), now)
 			id := "-"
@@ -119,11 +45,7 @@ func runLeaseSteps(t *testing.T, steps []leaseStep) {
 			if cmd == "RELEASE" {
 				set, ok = Release(set, args[1], now)
 			} else {
-				id, dur, err := ParseRenew(args[1:])
-				if err != nil {
-					t.Fatalf("step %d: %v", i, err)
-				}
-				set, ok = Renew(set, id, dur, now)
+				set, ok = Renew(set, args[1], ms(atoi(t, args[2])), now)
 			}
 			got = fmt.Sprint(b2i(ok))
 		default:
@@ -213,7 +135,7 @@ func TestLease(t *testing.T) {
 	}
 }
 
-// TestLeaseLimitZero: a limit below 1, which ParseAcquire never gives, acquires
+// TestLeaseLimitZero: a limit below 1, which resp.ParseAcquire never gives, acquires
 // nothing and says never (-1), rather than indexing past the set.
 func TestLeaseLimitZero(t *testing.T) {
 	set, _ := Acquire(nil, LeaseRequest{Limit: 1, Duration: ms(1000)}, []byte("a"), base)
@@ -315,4 +237,24 @@ func TestLeaseProperty(t *testing.T) {
 			}
 		}
 	}
+}
+
+// leaseRequest builds the request of ACQUIRE's "limit lease_ms [ID id]" in a step.
+func leaseRequest(t *testing.T, args [][]byte) LeaseRequest {
+	t.Helper()
+	r := LeaseRequest{Limit: atoi(t, args[0]), Duration: ms(atoi(t, args[1]))}
+	if len(args) == 4 {
+		r.ID = args[3]
+	}
+	return r
+}
+
+// atoi reads a step's integer argument.
+func atoi(t *testing.T, b []byte) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

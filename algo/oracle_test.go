@@ -67,7 +67,7 @@ type ospec struct {
 	rate, burst, queue int64 // RATE, BURST, QUEUE when > 0
 	maxBurst, count    int64 // CL.THROTTLE and Redis's GCRA
 	periodS            int64
-	// native is Redis 8.8's GCRA command (ParseGCRA), with kind KindThrottle: the same
+	// native is Redis 8.8's GCRA command (NativeGCRA), with kind KindThrottle: the same
 	// definition and reply as CL.THROTTLE, its period a float, here periodS plus
 	// quarters/4 seconds, so exact in binary and in µs.
 	native   bool
@@ -117,26 +117,26 @@ func (s ospec) args(cost int64, peek bool) string {
 	return a
 }
 
-// request parses the arguments with the production parser, as a server would.
+// request builds the request of the arguments (parse, parseNative).
 func (s ospec) request(t testing.TB, cost int64, peek bool) Request {
 	t.Helper()
 	if s.native {
-		r, err := ParseGCRA(split(s.args(cost, peek)))
+		r, err := parseNative(s.args(cost, peek))
 		if err != nil {
-			t.Fatalf("ParseGCRA(%q): %v", s.args(cost, peek), err)
+			t.Fatalf("parseNative(%q): %v", s.args(cost, peek), err)
 		}
 		return r
 	}
 	return mustParse(t, s.kind, s.args(cost, peek))
 }
 
-// parses reports whether the production parser accepts s with this cost.
+// parses reports whether the arguments of s with this cost are within the contract.
 func (s ospec) parses(cost int64) bool {
 	var err error
 	if s.native {
-		_, err = ParseGCRA(split(s.args(cost, false)))
+		_, err = parseNative(s.args(cost, false))
 	} else {
-		_, err = Parse(s.kind, split(s.args(cost, false)), 100_000)
+		_, err = parse(s.kind, s.args(cost, false))
 	}
 	return err == nil
 }
@@ -968,7 +968,7 @@ func admitAll(t *testing.T, seed uint64, fc *floatCheck, sp ospec, m *machine, o
 	}
 }
 
-// drawCost draws a cost Parse accepts: 0, 1, up to the capacity, or above it.
+// drawCost draws a cost the contract accepts: 0, 1, up to the capacity, or above it.
 func drawCost(rng *rand.Rand, sp ospec) int64 {
 	capa := sp.capacity()
 	for {

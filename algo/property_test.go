@@ -26,12 +26,12 @@ func pick(rng *rand.Rand, lo, hi int64, list ...int64) int64 {
 	return logUniform(rng, lo, hi)
 }
 
-// randomArgs draws a command's arguments after the key that Parse accepts: drawArgs
-// also draws schedules over 100 years, which Parse refuses.
+// randomArgs draws a command's arguments after the key that the contract accepts:
+// drawArgs also draws schedules over 100 years, which CheckSchedule refuses.
 func randomArgs(rng *rand.Rand, kind Kind) string {
 	for {
 		s := drawArgs(rng, kind)
-		if _, err := Parse(kind, split(s), 100_000); err == nil {
+		if _, err := parse(kind, s); err == nil {
 			return s
 		}
 	}

@@ -129,7 +129,7 @@ func drawLimit(rng *rand.Rand) client.Limit {
 	case 3:
 		return client.Token(count(), per)
 	case 4:
-		return client.TokenRate(count(), count(), per)
+		return client.TokenRate(count(), per, count())
 	case 5:
 		return client.GCRA(count(), per, count())
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/reply"
 	"github.com/rlserver/rlserver/lua"
 	"github.com/rlserver/rlserver/store"
 )
@@ -95,7 +96,7 @@ type luaBackend struct {
 var scripts = func() (s [len(commandNames)]lua.Script) {
 	for k := range commandNames {
 		if k > 0 {
-			s[k] = lua.Scripts[algo.Kind(k).Command()]
+			s[k] = lua.Named(algo.Kind(k).Command())
 		}
 	}
 	return s
@@ -134,10 +135,10 @@ func evalCmd(ctx context.Context, name, script string, keys []string, args []any
 
 // The scripts of RL.ALL and the leases, looked up once.
 var (
-	scriptAll     = lua.Scripts["rl.all"]
-	scriptAcquire = lua.Scripts["rl.acquire"]
-	scriptRelease = lua.Scripts["rl.release"]
-	scriptRenew   = lua.Scripts["rl.renew"]
+	scriptAll     = lua.Named("rl.all")
+	scriptAcquire = lua.Named("rl.acquire")
+	scriptRelease = lua.Named("rl.release")
+	scriptRenew   = lua.Named("rl.renew")
 )
 
 func (b luaBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, []algo.Decision, error) {
@@ -177,7 +178,7 @@ func (b luaBackend) reset(ctx context.Context, key string) error {
 // -max-log-limit.
 func checkLogLimit(r algo.Request, most int64) error {
 	if r.Kind == algo.KindLog && r.Limit > most {
-		return fmt.Errorf("%w: rl.log limit must be between 1 and %d (Options.MaxLogLimit), got %d", ErrBadLimit, most, r.Limit)
+		return fmt.Errorf("%w: rl.log limit must be between 1 and %d (the MaxLogLimit option), got %d", ErrBadLimit, most, r.Limit)
 	}
 	return nil
 }
@@ -186,7 +187,7 @@ func checkLogLimit(r algo.Request, most int64) error {
 // -max-log-limit.
 func checkLeaseLimit(r algo.LeaseRequest, most int64) error {
 	if r.Limit > most {
-		return fmt.Errorf("%w: rl.acquire limit must be between 1 and %d (Options.MaxLogLimit), got %d", ErrBadLimit, most, r.Limit)
+		return fmt.Errorf("%w: rl.acquire limit must be between 1 and %d (the MaxLogLimit option), got %d", ErrBadLimit, most, r.Limit)
 	}
 	return nil
 }
@@ -262,9 +263,12 @@ func decision(cmd *redis.Cmd) (algo.Decision, error) {
 	return algo.Decision{Allowed: v[0] == 1, Limit: v[1], Remaining: v[2], RetryAfter: v[3], ResetAfter: v[4]}, nil
 }
 
-// classify wraps a go-redis error in the sentinel it means. The server's argument
-// errors read "ERR <argument> must be ..." (COMMANDS.md); anything else that is not
-// WRONGTYPE, network errors and timeouts included, means no decision came back.
+// classify wraps a go-redis error in the sentinel it means. A reply is ErrWrongType
+// or ErrBadLimit by its first word where Redis gives it a word of its own (WRONGTYPE,
+// CROSSSLOT: AllowAll's keys over several cluster slots), and by the exact set of
+// rlserver's refusals of a request (reply.BadRequest) among the replies Redis starts
+// with "ERR", which also says "ERR" for conditions of the server; anything else,
+// network errors and timeouts included, means no decision came back.
 func classify(err error) error {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
@@ -272,8 +276,7 @@ func classify(err error) error {
 		switch {
 		case strings.HasPrefix(msg, "WRONGTYPE"):
 			return fmt.Errorf("%w: %w", ErrWrongType, err)
-		case strings.HasPrefix(msg, "ERR ") && strings.Contains(msg, " must be "),
-			strings.HasPrefix(msg, "CROSSSLOT"): // AllowAll's keys over several cluster slots
+		case strings.HasPrefix(msg, "CROSSSLOT"), reply.BadRequest(msg):
 			return fmt.Errorf("%w: %w", ErrBadLimit, err)
 		}
 	}

@@ -18,9 +18,9 @@ import (
 // time (~45% of rlserver's CPU). Batched, concurrent calls queue by key on Lanes
 // lanes per node; a lane sends what has queued as one go-redis pipeline, on one
 // connection, and while it waits for the replies the next calls queue for its next
-// pipeline. On the project's 2-core machine, 256
-// goroutines calling Allow on random keys got several times the decisions per second
-// of go-redis's pool alone, with a lower p99 (README, `make bench-client`).
+// pipeline. Many goroutines calling Allow on random keys so get several times the
+// decisions per second of go-redis's pool alone, with a lower p99: fewer system calls
+// per decision (`make bench-client` measures both; the README has a run).
 //
 // What batching keeps:
 //   - Each call keeps its own context and budget: a call whose context ends while
@@ -39,8 +39,8 @@ import (
 // Lanes lanes of its own, so a node that stalls holds up only its own keys' calls.
 // Lanes need no stopping: a lane's goroutine runs only while it has calls to send.
 type Batch struct {
-	// Off sends each call on its own, through go-redis's pool (rdb.Process): a round
-	// trip per call, go-redis's retries as its MaxRetries says.
+	// Off sends each call on its own, through go-redis's pool: a round trip per call,
+	// still never re-sent and still returning by its budget.
 	Off bool
 	// Lanes is how many pipelines may be out at once per node (a Ring's shard, a
 	// cluster's master), each on its own connection of go-redis's pipeline pool
@@ -53,10 +53,9 @@ type Batch struct {
 }
 
 // DefaultLanes is Batch.Lanes when 0. One lane sends the fewest, largest pipelines:
-// with 256 goroutines on the project's shared 2-core machine it gave 1.1–4.4× (median
-// 2×) the decisions per second of 4 lanes, and a lower p99, in each of five runs (`go
-// run ./cmd/rlbench client -lanes 1,2,4,8`); the app's goroutines keep filling the
-// next pipeline while one is out. More lanes pay where the round trip is long or a
+// with many goroutines on few cores it gives more decisions per second than several
+// lanes, and a lower p99 (`go run ./cmd/rlbench client -lanes 1,2,4,8` compares them);
+// the app's goroutines keep filling the next pipeline while one is out. More lanes pay where the round trip is long or a
 // server has cores to spare for several connections.
 const DefaultLanes = 1
 
@@ -86,7 +85,7 @@ func newSender(rdb redis.UniversalClient, b Batch) (sender, error) {
 	case b.Off && (b.Lanes != 0 || b.MaxCalls != 0):
 		return nil, fmt.Errorf("client: Options.Batch.Off sends each call on its own: Lanes and MaxCalls must be 0, got %d and %d", b.Lanes, b.MaxCalls)
 	case b.Off:
-		return direct{rdb}, nil
+		return direct{rdb: rdb, deadlines: readsDeadlines(rdb)}, nil
 	}
 	bt := &batcher{rdb: rdb, seed: maphash.MakeSeed(), maxCalls: b.MaxCalls, lanes: b.Lanes}
 	if bt.maxCalls == 0 {
@@ -111,12 +110,55 @@ func newSender(rdb redis.UniversalClient, b Batch) (sender, error) {
 	return bt, nil
 }
 
-// direct sends each command on its own, through go-redis's pool.
-type direct struct{ rdb redis.UniversalClient }
+// direct sends each command on its own, through go-redis's pool, as a pipeline of one
+// marked not to be retried (once): rdb.Process would re-send it as MaxRetries says.
+type direct struct {
+	rdb       redis.UniversalClient
+	deadlines bool // go-redis gives up at the context's deadline (readsDeadlines)
+}
 
 func (d direct) send(ctx context.Context, _ string, cmd *redis.Cmd) *redis.Cmd {
-	d.rdb.Process(ctx, cmd) // the error is the command's
-	return cmd
+	if d.deadlines {
+		d.exec(ctx, cmd)
+		return cmd
+	}
+	// go-redis would wait for the reply until its ReadTimeout: wait for it here only
+	// until the context ends, as a batched call does, and drop a late reply.
+	done := make(chan struct{})
+	go func() {
+		d.exec(ctx, cmd)
+		close(done)
+	}()
+	select {
+	case <-done:
+		return cmd
+	case <-ctx.Done():
+	}
+	failed := redis.NewCmd(ctx)
+	failed.SetErr(ctx.Err())
+	return failed
+}
+
+// exec sends cmd alone; its error is the command's.
+func (d direct) exec(ctx context.Context, cmd *redis.Cmd) {
+	pipe := d.rdb.Pipeline()
+	pipe.Process(ctx, once{cmd})
+	pipe.Exec(ctx)
+}
+
+// readsDeadlines reports whether rdb gives up a command at its context's deadline:
+// go-redis does only with ContextTimeoutEnabled. A wrapper it cannot look into is
+// taken not to.
+func readsDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // batcher sends commands in pipelines, on lanes that each take a share of the keys.

@@ -37,7 +37,7 @@ func TestBatchOptions(t *testing.T) {
 		{client.Batch{MaxCalls: -5}, "Options.Batch.MaxCalls must be 1 or more (0: 256), got -5"},
 		{client.Batch{Off: true, Lanes: 2}, "Options.Batch.Off sends each call on its own: Lanes and MaxCalls must be 0, got 2 and 0"},
 	} {
-		for _, construct := range []func(redis.UniversalClient, client.Options) (*client.Client, error){client.New, client.NewLua} {
+		for _, construct := range constructors {
 			_, err := construct(rdb, client.Options{Batch: c.b})
 			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 				t.Errorf("%+v: %v, want %q", c.b, err, c.want)
@@ -120,11 +120,11 @@ func batched(t *testing.T, lua bool, b client.Batch, timeout time.Duration) (*cl
 	rdb := newRedis(t, addr)
 	p := &pipelines{}
 	rdb.AddHook(p)
-	newClient := client.New
+	construct := constructors[0]
 	if lua {
-		newClient = client.NewLua
+		construct = constructors[1]
 	}
-	c, err := newClient(rdb, client.Options{Timeout: timeout, Batch: b})
+	c, err := construct(rdb, client.Options{Timeout: timeout, Batch: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,11 +299,11 @@ func TestBatchStalled(t *testing.T) {
 			rdb := newRedis(t, testenv.StalledAddr(t))
 			p := &pipelines{}
 			rdb.AddHook(p)
-			newClient := client.New
+			construct := constructors[0]
 			if lua {
-				newClient = client.NewLua
+				construct = constructors[1]
 			}
-			c, err := newClient(rdb, client.Options{Timeout: -1, Batch: client.Batch{Lanes: 1}})
+			c, err := construct(rdb, client.Options{Timeout: -1, Batch: client.Batch{Lanes: 1}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +360,7 @@ func checkBudget(t *testing.T, c *client.Client, n int, budget time.Duration) {
 func TestBatchPaused(t *testing.T) {
 	addr := testenv.StartRedis(t)
 	rdb := newRedis(t, addr)
-	c, err := client.NewLua(rdb, client.Options{Timeout: 100 * ms})
+	c, err := client.NewLua(rdb, client.LuaOptions{Options: client.Options{Timeout: 100 * ms}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,8 +413,15 @@ func redisPID(t *testing.T, rdb *redis.Client) int {
 
 // TestBatchSentOnce: a server that reads the calls and drops the connection without
 // answering fails every call with ErrUnavailable, and receives each call once, though
-// rdb has go-redis's default retries (MaxRetries 3): a batch is never re-sent.
+// rdb has go-redis's default retries (MaxRetries 3): a batch is never re-sent, nor is
+// a call sent alone (Batch.Off).
 func TestBatchSentOnce(t *testing.T) {
+	for _, b := range []client.Batch{{Lanes: 1}, {Off: true}} {
+		t.Run(fmt.Sprintf("%+v", b), func(t *testing.T) { testSentOnce(t, b) })
+	}
+}
+
+func testSentOnce(t *testing.T, b client.Batch) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +458,7 @@ func TestBatchSentOnce(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true, Protocol: 2,
 		DisableIdentity: true, MaxRetries: 3})
 	defer rdb.Close()
-	c, err := client.New(rdb, client.Options{Timeout: 2 * sec, Batch: client.Batch{Lanes: 1}})
+	c, err := client.New(rdb, client.Options{Timeout: 2 * sec, Batch: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +552,8 @@ func TestBatchLanesExit(t *testing.T) {
 	}
 }
 
-// TestBatchOff: with batching off, each call goes on its own, no pipeline.
+// TestBatchOff: with batching off, each call goes on its own: a pipeline of one (the
+// form go-redis does not retry), never with another call.
 func TestBatchOff(t *testing.T) {
 	c, p := batched(t, false, client.Batch{Off: true}, testTimeout)
 	var wg sync.WaitGroup
@@ -557,8 +565,8 @@ func TestBatchOff(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := p.count.Load(); n != 0 {
-		t.Errorf("%d pipelines with batching off", n)
+	if n, largest := p.count.Load(), p.largest.Load(); n != 16 || largest != 1 {
+		t.Errorf("%d pipelines, the largest of %d commands, for 16 calls with batching off", n, largest)
 	}
 }
 

@@ -66,8 +66,8 @@ func TestShare(t *testing.T) {
 	for _, c := range []struct {
 		in, want Limit
 	}{
-		{Token(100, time.Second), TokenRate(33, 33, time.Second)},
-		{TokenRate(10, 2, time.Second), TokenRate(3, 1, time.Second)},
+		{Token(100, time.Second), TokenRate(33, time.Second, 33)},
+		{TokenRate(2, time.Second, 10), TokenRate(1, time.Second, 3)},
 		{Fixed(1000, time.Hour), Fixed(333, time.Hour)},
 		{Slide(2, time.Minute), Slide(1, time.Minute)},
 		{Log(7, time.Second), Log(2, time.Second)},

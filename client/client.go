@@ -9,7 +9,7 @@
 //   - NewEmbedded: in-process, on a store.Store: no network, for tests and
 //     single-binary apps. Its limits hold per process, not across replicas.
 //
-// All three decide exactly as COMMANDS.md says (the compatibility suite at the module
+// All three decide exactly as docs/commands.md says (the compatibility suite at the module
 // root runs its scenarios through each), so code written against one runs on the
 // others. The API reads like go-redis/redis_rate and golang.org/x/time/rate:
 //
@@ -31,11 +31,19 @@
 // fail open or closed. Wait and WaitN block until a request is allowed, as
 // golang.org/x/time/rate's do.
 //
-// Each call has a timeout budget (Options.Timeout, default 50 ms) on top of the
-// caller's context. go-redis honours context deadlines only when its client is made
-// with ContextTimeoutEnabled: true, so New and NewLua refuse a client without it.
-// Give them a client with MaxRetries: -1 too: a call retried after its reply was lost
-// counts twice.
+// Each call has one budget: the caller's context deadline if it has one (the
+// middleware sets its own), else Options.Timeout (default 50 ms). New and NewLua take
+// any go-redis client, its options as they are, and keep two promises whatever they
+// say, both enforced here rather than asked of the caller: a call returns by its
+// budget (go-redis reads context deadlines only with ContextTimeoutEnabled; without
+// it the call returns at the deadline anyway and its late reply is dropped), and a
+// call is sent once (go-redis's MaxRetries would re-send a call whose reply was lost,
+// which counted; every call goes in a pipeline marked not to be retried). So
+//
+//	c, err := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"}))
+//
+// is a complete setup. ContextTimeoutEnabled: true still helps: a stalled server's
+// connection is then given up at the deadline, not after go-redis's ReadTimeout.
 package client
 
 import (
@@ -73,29 +81,42 @@ var (
 	ErrWrongType = errors.New("client: key holds another algorithm's state")
 )
 
-// Options configures a Client. The zero value is valid for every backend.
+// Options configures a Client on a server: New's, and within LuaOptions NewLua's.
+// The zero value is valid.
 type Options struct {
-	// Timeout is the budget of one call, applied with context.WithTimeout on top of the
-	// caller's context; 0 means DefaultTimeout, a negative value none. NewEmbedded
-	// ignores it: it does no I/O and never waits but for a shard's lock.
+	// Timeout is the budget of a call whose context has no deadline; 0 means
+	// DefaultTimeout, a negative value none. A context with a deadline is its own
+	// budget: whoever set it (the middleware, a caller) owns the budget, and no second
+	// timer runs.
 	Timeout time.Duration
-	// MaxLogLimit is the largest Log limit, bounding a log's memory, for NewLua and
-	// NewEmbedded; 0 means store.DefaultMaxLogLimit (100,000), as rlserver's own
-	// default. New leaves it to the server's -max-log-limit and refuses it set.
-	MaxLogLimit int
-	// Shards is the embedded store's shard count, a power of two; 0 means
-	// store.DefaultShards. NewEmbedded only.
-	Shards int
-	// Clock is the embedded backend's time, for tests that must not sleep; nil means
-	// time.Now. NewEmbedded only: rlserver and Redis use their own clocks, as the
-	// contract wants (clients' clocks differ).
-	Clock func() time.Time
 	// Fallback, if not nil, decides locally when the server fails, instead of
-	// returning ErrUnavailable (see Fallback). New and NewLua only.
+	// returning ErrUnavailable (see Fallback).
 	Fallback *Fallback
-	// Batch sets the auto-batching of concurrent calls (see Batch). New and NewLua
-	// only; NewEmbedded ignores it.
+	// Batch sets the auto-batching of concurrent calls (see Batch).
 	Batch Batch
+}
+
+// LuaOptions configures NewLua's Client. The zero value is valid.
+type LuaOptions struct {
+	Options
+	// MaxLogLimit is the largest Log limit, bounding a log's memory on Redis, where no
+	// server flag does; 0 means store.DefaultMaxLogLimit (100,000), as rlserver's own
+	// default (New has none: rlserver's -max-log-limit decides).
+	MaxLogLimit int
+}
+
+// EmbeddedOptions configures NewEmbedded's Client. The zero value is valid. It has no
+// Timeout: the embedded store does no I/O and never waits but for a shard's lock.
+type EmbeddedOptions struct {
+	// MaxLogLimit is the largest Log limit, bounding a log's memory; 0 means
+	// store.DefaultMaxLogLimit (100,000), as rlserver's own default.
+	MaxLogLimit int
+	// Shards is the store's shard count, a power of two; 0 means store.DefaultShards.
+	Shards int
+	// Clock is the store's time, for tests that must not sleep; nil means time.Now.
+	// Only here: rlserver and Redis use their own clocks, as the contract wants
+	// (clients' clocks differ).
+	Clock func() time.Time
 }
 
 // Result is the decision on one call, the five fields of the wire reply.
@@ -142,13 +163,20 @@ type backend interface {
 }
 
 // New returns a Client for rlserver, using its native RL.* commands through rdb: a
-// *redis.Client, or a *redis.Ring spreading keys over several rlservers.
-func New(rdb redis.UniversalClient, opts Options) (*Client, error) {
-	if err := checkRedis(rdb, opts, "New"); err != nil {
+// *redis.Client, or a *redis.Ring spreading keys over several rlservers. opts, at
+// most one, defaults to the zero Options.
+func New(rdb redis.UniversalClient, opts ...Options) (*Client, error) {
+	o, err := atMostOne(opts, "New")
+	if err != nil {
 		return nil, err
 	}
-	if opts.MaxLogLimit != 0 {
-		return nil, errors.New("client: Options.MaxLogLimit is for NewLua and NewEmbedded; with New, rlserver's -max-log-limit decides")
+	return newServer(rdb, o)
+}
+
+// newServer is New with its options.
+func newServer(rdb redis.UniversalClient, opts Options) (*Client, error) {
+	if rdb == nil {
+		return nil, errors.New("client: New needs a go-redis client, got nil")
 	}
 	send, err := newSender(rdb, opts.Batch)
 	if err != nil {
@@ -172,10 +200,20 @@ func withFallback(c *Client, f *Fallback, maxLog int64) (*Client, error) {
 
 // NewLua returns a Client for plain Redis, Valkey or Redis Cluster (5 or later): each
 // call runs the reference script of its algorithm, atomically, keyed in KEYS so a
-// *redis.ClusterClient or *redis.Ring routes it to the key's node.
-func NewLua(rdb redis.UniversalClient, opts Options) (*Client, error) {
-	if err := checkRedis(rdb, opts, "NewLua"); err != nil {
+// *redis.ClusterClient or *redis.Ring routes it to the key's node. opts, at most one,
+// defaults to the zero LuaOptions.
+func NewLua(rdb redis.UniversalClient, opts ...LuaOptions) (*Client, error) {
+	o, err := atMostOne(opts, "NewLua")
+	if err != nil {
 		return nil, err
+	}
+	return newLua(rdb, o)
+}
+
+// newLua is NewLua with its options.
+func newLua(rdb redis.UniversalClient, opts LuaOptions) (*Client, error) {
+	if rdb == nil {
+		return nil, errors.New("client: NewLua needs a go-redis client, got nil")
 	}
 	maxLog, err := maxLogLimit(opts.MaxLogLimit)
 	if err != nil {
@@ -189,17 +227,24 @@ func NewLua(rdb redis.UniversalClient, opts Options) (*Client, error) {
 }
 
 // NewEmbedded returns a Client deciding in-process, on a store of its own. Keys whose
-// state is fresh again go at the next call on their shard.
-func NewEmbedded(opts Options) (*Client, error) {
+// state is fresh again go at the next call on their shard. opts, at most one, defaults
+// to the zero EmbeddedOptions.
+func NewEmbedded(opts ...EmbeddedOptions) (*Client, error) {
+	o, err := atMostOne(opts, "NewEmbedded")
+	if err != nil {
+		return nil, err
+	}
+	return newEmbedded(o)
+}
+
+// newEmbedded is NewEmbedded with its options.
+func newEmbedded(opts EmbeddedOptions) (*Client, error) {
 	maxLog, err := maxLogLimit(opts.MaxLogLimit)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Shards < 0 {
-		return nil, fmt.Errorf("client: Options.Shards must be 0 (the default) or a power of two, got %d", opts.Shards)
-	}
-	if opts.Fallback != nil {
-		return nil, errors.New("client: Options.Fallback is for New and NewLua: NewEmbedded decides in-process already")
+		return nil, fmt.Errorf("client: EmbeddedOptions.Shards must be 0 (the default) or a power of two, got %d", opts.Shards)
 	}
 	st, err := store.New(store.Config{Shards: opts.Shards, MaxLogLimit: maxLog})
 	if err != nil {
@@ -212,31 +257,17 @@ func NewEmbedded(opts Options) (*Client, error) {
 	return &Client{backend: embeddedBackend{store: st, clock: clock, maxLogLimit: maxLog}}, nil
 }
 
-// checkRedis validates the options shared by New and NewLua, and rdb's settings that
-// the timeout budget depends on.
-func checkRedis(rdb redis.UniversalClient, opts Options, constructor string) error {
-	if rdb == nil {
-		return fmt.Errorf("client: %s needs a go-redis client, got nil", constructor)
+// atMostOne is a constructor's options: the zero value if none is given, an error if
+// more than one is.
+func atMostOne[T any](opts []T, constructor string) (T, error) {
+	var o T
+	switch len(opts) {
+	case 0:
+		return o, nil
+	case 1:
+		return opts[0], nil
 	}
-	if opts.Shards != 0 || opts.Clock != nil {
-		return fmt.Errorf("client: Options.Shards and Options.Clock are for NewEmbedded only, not %s", constructor)
-	}
-	var contextTimeout bool
-	switch c := rdb.(type) {
-	case *redis.Client:
-		contextTimeout = c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		contextTimeout = c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		contextTimeout = c.Options().ContextTimeoutEnabled
-	default:
-		return nil // a wrapper we cannot look into: its owner knows
-	}
-	if !contextTimeout {
-		return fmt.Errorf("client: %s needs a go-redis client made with ContextTimeoutEnabled: true; "+
-			"without it go-redis ignores context deadlines and a stalled server holds each call for its ReadTimeout", constructor)
-	}
-	return nil
+	return o, fmt.Errorf("client: %s takes at most one options value, got %d", constructor, len(opts))
 }
 
 // budget is the per-call timeout for Options.Timeout t.
@@ -250,13 +281,13 @@ func budget(t time.Duration) time.Duration {
 	return t
 }
 
-// maxLogLimit is the Log limit cap for Options.MaxLogLimit n.
+// maxLogLimit is the Log limit cap for a MaxLogLimit option n.
 func maxLogLimit(n int) (int64, error) {
 	switch {
 	case n == 0:
 		return store.DefaultMaxLogLimit, nil
 	case n < 0 || n > maxCount:
-		return 0, fmt.Errorf("client: Options.MaxLogLimit must be between 1 and %d (0: %d), got %d", maxCount, store.DefaultMaxLogLimit, n)
+		return 0, fmt.Errorf("client: MaxLogLimit must be between 1 and %d (0: %d), got %d", maxCount, store.DefaultMaxLogLimit, n)
 	}
 	return int64(n), nil
 }
@@ -339,13 +370,14 @@ func withContext(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", err, cause)
 }
 
-// start refuses a context already done, and applies the timeout budget.
+// start refuses a context already done, and applies the timeout budget to a context
+// without a deadline of its own.
 func (c *Client) start(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if c.timeout == 0 {
-		return ctx, func() {}, nil
+	if _, ok := ctx.Deadline(); ok || c.timeout == 0 {
+		return ctx, func() {}, nil // the caller's deadline is the budget, or there is none
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	return ctx, cancel, nil

@@ -39,7 +39,7 @@ func TestLimitValidate(t *testing.T) {
 		{"zero", client.Limit{}, "the zero Limit"},
 		{"limit 0", client.Fixed(0, sec), "rl.fixed limit must be between 1 and 1000000000, got 0"},
 		{"capacity 1e9+1", client.Token(1_000_000_001, sec), "rl.token capacity must be between 1 and 1000000000"},
-		{"rate 0", client.TokenRate(10, 0, sec), "rl.token rate must be between 1 and 1000000000, got 0"},
+		{"rate 0", client.TokenRate(0, sec, 10), "rl.token rate must be between 1 and 1000000000, got 0"},
 		{"sub-ms window", client.Slide(5, 1500*time.Microsecond), "rl.slide window must be a whole number of milliseconds"},
 		{"no window", client.Log(5, 0), "rl.log window must be"},
 		{"window over a year", client.Fixed(5, year+ms), "got 8760h0m0.001s"},
@@ -68,7 +68,7 @@ func TestQuota(t *testing.T) {
 	}{
 		{client.Fixed(100, sec), 100, sec},
 		{client.Token(10, hour), 10, hour},
-		{client.TokenRate(50, 5, sec), 5, sec},
+		{client.TokenRate(5, sec, 50), 5, sec},
 		{client.GCRA(20, sec, 3), 20, sec},
 		{client.Leaky(7, sec, 2), 7, sec},
 	}
@@ -90,16 +90,15 @@ func TestOptions(t *testing.T) {
 		want string // "" when valid
 	}{
 		{"New", func() (*client.Client, error) { return client.New(good, client.Options{}) }, ""},
-		{"NewLua", func() (*client.Client, error) { return client.NewLua(good, client.Options{MaxLogLimit: 10}) }, ""},
-		{"NewEmbedded", func() (*client.Client, error) { return client.NewEmbedded(client.Options{Shards: 4}) }, ""},
+		{"NewLua", func() (*client.Client, error) { return client.NewLua(good, client.LuaOptions{MaxLogLimit: 10}) }, ""},
+		{"NewEmbedded", func() (*client.Client, error) { return client.NewEmbedded(client.EmbeddedOptions{Shards: 4}) }, ""},
+		{"no options", func() (*client.Client, error) { return client.New(plain) }, ""},
+		{"no options, Lua", func() (*client.Client, error) { return client.NewLua(plain) }, ""},
+		{"no options, embedded", func() (*client.Client, error) { return client.NewEmbedded() }, ""},
 		{"nil client", func() (*client.Client, error) { return client.New(nil, client.Options{}) }, "needs a go-redis client"},
-		{"no context timeouts", func() (*client.Client, error) { return client.NewLua(plain, client.Options{}) }, "ContextTimeoutEnabled: true"},
-		{"MaxLogLimit with New", func() (*client.Client, error) { return client.New(good, client.Options{MaxLogLimit: 5}) }, "-max-log-limit decides"},
-		{"Clock with NewLua", func() (*client.Client, error) {
-			return client.NewLua(good, client.Options{Clock: time.Now})
-		}, "for NewEmbedded only"},
-		{"Shards 3", func() (*client.Client, error) { return client.NewEmbedded(client.Options{Shards: 3}) }, "power of two"},
-		{"MaxLogLimit -1", func() (*client.Client, error) { return client.NewEmbedded(client.Options{MaxLogLimit: -1}) }, "MaxLogLimit must be between 1"},
+		{"two options", func() (*client.Client, error) { return client.New(good, client.Options{}, client.Options{}) }, "at most one options value"},
+		{"Shards 3", func() (*client.Client, error) { return client.NewEmbedded(client.EmbeddedOptions{Shards: 3}) }, "power of two"},
+		{"MaxLogLimit -1", func() (*client.Client, error) { return client.NewEmbedded(client.EmbeddedOptions{MaxLogLimit: -1}) }, "MaxLogLimit must be between 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +146,7 @@ func (o op) run(ctx context.Context, c *client.Client) (client.Result, error) {
 	return client.Result{}, c.Reset(ctx, o.key)
 }
 
-// scenarios are worked by hand from COMMANDS.md's formulas, each from its own moment:
+// scenarios are worked by hand from docs/commands.md's formulas, each from its own moment:
 // a whole second plus start, 15 s into a minute (t0 below).
 var scenarios = []struct {
 	name  string
@@ -169,7 +168,7 @@ var scenarios = []struct {
 		}
 	}()},
 	{"token rate", 0, func() []op {
-		l := client.TokenRate(4, 2, sec) // a burst of 4, then 2 a second
+		l := client.TokenRate(2, sec, 4) // a burst of 4, then 2 a second
 		return []op{
 			allow("tr", l, 4, client.Result{Allowed: true, Limit: 4, ResetAfter: 2 * sec}),
 			allow("tr", l, 1, client.Result{Limit: 4, RetryAfter: 500 * ms, ResetAfter: 2 * sec}),
@@ -275,7 +274,7 @@ func TestRealClock(t *testing.T) {
 		t.Run(bk.name, func(t *testing.T) {
 			b := bk.open(t)
 			if b.rdb == nil { // the embedded backend on the real clock
-				c, err := client.NewEmbedded(client.Options{})
+				c, err := client.NewEmbedded(client.EmbeddedOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -350,7 +349,7 @@ func TestNoScript(t *testing.T) {
 		if res, err := b.client.Allow(ctx, "noscript", client.Fixed(5, hour)); err != nil || !res.Allowed {
 			t.Fatalf("%s: %+v, %v", round, res, err)
 		}
-		if ok, err := b.rdb.ScriptExists(ctx, lua.Scripts["rl.fixed"].SHA1).Result(); err != nil || !ok[0] {
+		if ok, err := b.rdb.ScriptExists(ctx, lua.Named("rl.fixed").SHA1).Result(); err != nil || !ok[0] {
 			t.Fatalf("%s: SCRIPT EXISTS = %v, %v; want the script cached", round, ok, err)
 		}
 	}
@@ -403,11 +402,11 @@ func TestUnavailable(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rdb := newRedis(t, tc.addr)
-			newClient := client.New
+			construct := constructors[0]
 			if tc.lua {
-				newClient = client.NewLua
+				construct = constructors[1]
 			}
-			c, err := newClient(rdb, client.Options{Timeout: 50 * ms})
+			c, err := construct(rdb, client.Options{Timeout: 50 * ms})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -449,11 +448,11 @@ func TestRing(t *testing.T) {
 			}
 			ring := redis.NewRing(&redis.RingOptions{Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1})
 			defer ring.Close()
-			newClient := client.New
+			construct := constructors[0]
 			if lua {
-				newClient = client.NewLua
+				construct = constructors[1]
 			}
-			c, err := newClient(ring, client.Options{Timeout: testTimeout})
+			c, err := construct(ring, client.Options{Timeout: testTimeout})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -520,7 +519,7 @@ func TestCluster(t *testing.T) {
 	}
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1})
 	defer cluster.Close()
-	c, err := client.NewLua(cluster, client.Options{Timeout: testTimeout})
+	c, err := client.NewLua(cluster, client.LuaOptions{Options: client.Options{Timeout: testTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,5 +533,52 @@ func TestCluster(t *testing.T) {
 	if _, err := c.AllowAll(ctx, client.Rule{Key: "user:1", Limit: l}, client.Rule{Key: "user:2", Limit: l}); !errors.Is(err, client.ErrBadLimit) ||
 		!strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Fatalf("AllowAll over two slots: %v, want ErrBadLimit (CROSSSLOT)", err)
+	}
+}
+
+// TestGoRedisDefaults: a go-redis client with its default options (no
+// ContextTimeoutEnabled, so go-redis would wait for a stalled server until its
+// ReadTimeout of 3 s) still gets each call back by its budget, batched or not, on
+// both server backends.
+func TestGoRedisDefaults(t *testing.T) {
+	const budget = 100 * ms
+	for _, b := range []client.Batch{{}, {Off: true}} {
+		for i, construct := range constructors {
+			t.Run(fmt.Sprintf("%d/%+v", i, b), func(t *testing.T) {
+				rdb := redis.NewClient(&redis.Options{Addr: testenv.StalledAddr(t)})
+				defer rdb.Close()
+				c, err := construct(rdb, client.Options{Timeout: budget, Batch: b})
+				if err != nil {
+					t.Fatal(err)
+				}
+				began := time.Now()
+				_, err = c.Allow(context.Background(), "k", client.Fixed(1, sec))
+				if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Allow: %v, want ErrUnavailable and DeadlineExceeded", err)
+				}
+				if took := time.Since(began); took > budget+time.Second {
+					t.Errorf("Allow took %v on a budget of %v", took, budget)
+				}
+			})
+		}
+	}
+}
+
+// TestDeadlineIsTheBudget: a context with a deadline of its own is the call's budget,
+// not Options.Timeout: a stalled call lasts until the caller's deadline, longer than
+// the Timeout, and no longer.
+func TestDeadlineIsTheBudget(t *testing.T) {
+	rdb := newRedis(t, testenv.StalledAddr(t))
+	c, err := client.New(rdb, client.Options{Timeout: 20 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*ms)
+	defer cancel()
+	began := time.Now()
+	_, err = c.Allow(ctx, "k", client.Fixed(1, sec))
+	took := time.Since(began)
+	if !errors.Is(err, client.ErrUnavailable) || took < 250*ms || took > 2*sec {
+		t.Errorf("Allow: %v after %v; want ErrUnavailable after the caller's 300ms", err, took)
 	}
 }

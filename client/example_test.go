@@ -12,11 +12,11 @@ import (
 )
 
 // frozen is a clock that never moves, so that the examples' output is repeatable.
-// Leave Options.Clock nil for the real time.
+// Leave EmbeddedOptions.Clock nil for the real time.
 func frozen() time.Time { return time.Unix(1_750_000_000, 0) }
 
 func Example() {
-	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -36,12 +36,12 @@ func Example() {
 	// allowed=false remaining=0 retry after 334ms
 }
 
-// New talks to rlserver. The go-redis client must honour context deadlines, and should
-// not retry (a retried call counts twice).
+// New talks to rlserver, through a go-redis client with any options: the Client keeps
+// each call within its budget and never lets go-redis re-send one.
 func ExampleNew() {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380", ContextTimeoutEnabled: true, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"})
 	defer rdb.Close()
-	c, err := client.New(rdb, client.Options{}) // each call: 50 ms at most
+	c, err := client.New(rdb) // each call: 50 ms at most
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,12 +59,10 @@ func ExampleNew() {
 // NewLua runs the same limits on plain Redis, Valkey or a Redis Cluster.
 func ExampleNewLua() {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:                 []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
+		Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
 	})
 	defer rdb.Close()
-	c, err := client.NewLua(rdb, client.Options{Timeout: 20 * time.Millisecond})
+	c, err := client.NewLua(rdb, client.LuaOptions{Options: client.Options{Timeout: 20 * time.Millisecond}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -74,7 +72,7 @@ func ExampleNewLua() {
 
 // AllowN spends several units at once: here, a report worth 4 of a 10-a-minute quota.
 func ExampleClient_AllowN() {
-	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -94,7 +92,7 @@ func ExampleClient_AllowN() {
 
 // Peek answers as Allow would, and consumes nothing.
 func ExampleClient_Peek() {
-	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -121,7 +119,7 @@ func ExampleClient_Peek() {
 // Leaky shapes rather than refuses: an allowed Result's RetryAfter is the caller's
 // turn in the queue, the time to wait before going ahead.
 func ExampleLeaky() {
-	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -147,7 +145,7 @@ func ExampleLeaky() {
 // AllowAll checks a request against several limits at once: if one refuses, none
 // consumes, so a request denied by its IP's limit does not use up its user's.
 func ExampleClient_AllowAll() {
-	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -173,7 +171,7 @@ func ExampleClient_AllowAll() {
 // lease ends by itself after its time, so a process that crashes holding one does not
 // keep its place for ever.
 func ExampleClient_Acquire() {
-	c, err := client.NewEmbedded(client.Options{Clock: frozen})
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
 	if err != nil {
 		log.Fatal(err)
 	}

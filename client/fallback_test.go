@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
@@ -31,14 +30,11 @@ func TestFallbackOptions(t *testing.T) {
 		{client.Fallback{Replicas: 2, Backoff: -time.Second}, "must not be negative"},
 		{client.Fallback{Replicas: 2, Backoff: time.Second, MaxBackoff: time.Millisecond}, "Fallback.MaxBackoff (1ms) is below Backoff (1s)"},
 	} {
-		for _, construct := range []func(redis.UniversalClient, client.Options) (*client.Client, error){client.New, client.NewLua} {
+		for _, construct := range constructors {
 			if _, err := construct(rdb, client.Options{Fallback: &c.f}); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%+v: %v, want %q", c.f, err, c.want)
 			}
 		}
-	}
-	if _, err := client.NewEmbedded(client.Options{Fallback: &client.Fallback{Replicas: 2}}); err == nil {
-		t.Error("NewEmbedded took a Fallback")
 	}
 }
 
@@ -46,7 +42,7 @@ func TestFallbackOptions(t *testing.T) {
 // replica's share, reports Degraded, and returns no error.
 func TestFallbackDeadServer(t *testing.T) {
 	ctx := context.Background()
-	for _, construct := range []func(redis.UniversalClient, client.Options) (*client.Client, error){client.New, client.NewLua} {
+	for _, construct := range constructors {
 		c, err := construct(newRedis(t, testenv.DeadAddr(t)), client.Options{Fallback: &client.Fallback{Replicas: 4}})
 		if err != nil {
 			t.Fatal(err)

@@ -48,7 +48,7 @@ const testTimeout = 5 * time.Second
 func embedded(t testing.TB) backend {
 	var now atomic.Int64
 	now.Store(time.Now().UnixMicro())
-	c, err := client.NewEmbedded(client.Options{Clock: func() time.Time { return time.UnixMicro(now.Load()) }})
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: func() time.Time { return time.UnixMicro(now.Load()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func redisLua(t testing.TB) backend {
 	hook := &nowHook{}
 	scripted := newRedis(t, rdb.Options().Addr)
 	scripted.AddHook(hook)
-	c, err := client.NewLua(scripted, client.Options{Timeout: testTimeout})
+	c, err := client.NewLua(scripted, client.LuaOptions{Options: client.Options{Timeout: testTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,4 +127,12 @@ func (h *nowHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		c.SetErr(timed.Err())
 		return err
 	}
+}
+
+// constructors are New and NewLua, taking the options they share.
+var constructors = []func(redis.UniversalClient, client.Options) (*client.Client, error){
+	func(rdb redis.UniversalClient, o client.Options) (*client.Client, error) { return client.New(rdb, o) },
+	func(rdb redis.UniversalClient, o client.Options) (*client.Client, error) {
+		return client.NewLua(rdb, client.LuaOptions{Options: o})
+	},
 }

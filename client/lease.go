@@ -43,9 +43,9 @@ type Lease struct {
 //	if !lease.Acquired { ... lease.RetryAfter ... }
 //
 // is always safe: Release does nothing for a lease not acquired. limit is 1 to the
-// backend's log cap (rlserver's -max-log-limit, Options.MaxLogLimit otherwise: a
-// lease costs what a log entry does); ttl is a whole number of milliseconds up to
-// 365 days. Work longer than ttl must Renew.
+// backend's log cap (rlserver's -max-log-limit, else the MaxLogLimit of LuaOptions or
+// EmbeddedOptions: a lease costs what a log entry does); ttl is a whole number of
+// milliseconds up to 365 days. Work longer than ttl must Renew.
 func (c *Client) Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (*Lease, error) {
 	return c.acquire(ctx, key, nil, limit, ttl)
 }

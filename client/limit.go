@@ -2,7 +2,6 @@ package client
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
@@ -49,8 +48,8 @@ func Slide(limit int, per time.Duration) Limit {
 
 // Log allows exactly limit requests in any window of length per, keeping the time of
 // every admitted request (RL.LOG). Exact, but its memory grows with the limit, and the
-// backend caps the limit: rlserver's -max-log-limit, or Options.MaxLogLimit for NewLua
-// and NewEmbedded (default 100,000).
+// backend caps the limit: rlserver's -max-log-limit, or the MaxLogLimit of LuaOptions
+// and EmbeddedOptions (default 100,000).
 func Log(limit int, per time.Duration) Limit {
 	return Limit{kind: algo.KindLog, n: int64(limit), per: per}
 }
@@ -58,12 +57,13 @@ func Log(limit int, per time.Duration) Limit {
 // Token is a token bucket of capacity tokens, starting full and refilled continuously
 // at capacity tokens per per (RL.TOKEN). Bursts of up to capacity pass at once.
 func Token(capacity int, per time.Duration) Limit {
-	return TokenRate(capacity, capacity, per)
+	return TokenRate(capacity, per, capacity)
 }
 
-// TokenRate is a token bucket of capacity tokens refilled at rate tokens per per
-// (RL.TOKEN ... RATE rate): a burst size and a sustained rate set apart.
-func TokenRate(capacity, rate int, per time.Duration) Limit {
+// TokenRate is a token bucket refilled at rate tokens per per, holding up to capacity
+// (RL.TOKEN ... RATE rate): a sustained rate and a burst size set apart. Its arguments
+// are in GCRA's and Leaky's order: the rate, per what, then how much may pass at once.
+func TokenRate(rate int, per time.Duration, capacity int) Limit {
 	return Limit{kind: algo.KindToken, n: int64(capacity), per: per, option: int64(rate)}
 }
 
@@ -120,7 +120,7 @@ func (l Limit) Validate() error {
 		return fmt.Errorf("%w: %s %s must be between %d and %d, got %d", ErrBadLimit, name, optionName[l.kind], lo, maxCount, l.option)
 	}
 	if err := l.request(0, false).CheckSchedule(); err != nil {
-		return fmt.Errorf("%w: %s: %s", ErrBadLimit, name, strings.TrimPrefix(err.Error(), "ERR "))
+		return fmt.Errorf("%w: %s: %w", ErrBadLimit, name, err)
 	}
 	return nil
 }
@@ -152,7 +152,7 @@ func (l Limit) checkCost(n int) error {
 		return fmt.Errorf("%w: %s cost must be between 0 and %d, got %d", ErrBadLimit, l.kind.Command(), l.n*costPerUnit, n)
 	}
 	if err := l.request(int64(n), false).CheckSchedule(); err != nil {
-		return fmt.Errorf("%w: %s: %s", ErrBadLimit, l.kind.Command(), strings.TrimPrefix(err.Error(), "ERR "))
+		return fmt.Errorf("%w: %s: %w", ErrBadLimit, l.kind.Command(), err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"testing"
 )
 
@@ -39,18 +38,24 @@ func TestSlot(t *testing.T) {
 	}
 }
 
-// BenchmarkSlot is the price of the slot check per key in cluster mode.
-func BenchmarkSlot(b *testing.B) {
-	for _, key := range []string{"user:12345", "{tenant:42}:api:/v1/orders", "a-longer-key-of-sixty-four-bytes-such-as-a-session-id-0123456789"} {
-		b.Run(fmt.Sprintf("len%d", len(key)), func(b *testing.B) {
-			k := []byte(key)
-			var sum uint16
-			for b.Loop() {
-				sum += Slot(k)
-			}
-			if sum == 0xffff {
-				b.Log(sum) // keeps sum alive
-			}
-		})
+func TestCRC16MatchesBytewise(t *testing.T) {
+	b := make([]byte, 100)
+	for i := range b {
+		b[i] = byte(i*37 + 11)
 	}
+	for n := range len(b) + 1 {
+		if got, want := crc16(b[:n]), crc16Bytewise(b[:n]); got != want {
+			t.Errorf("crc16 of %d bytes: %#04x, byte by byte %#04x", n, got, want)
+		}
+	}
+}
+
+// crc16Bytewise is CRC16 one byte at a time, as Redis's crc16.c: the reference
+// the sliced version must match, and its alternative in BenchmarkCRC16.
+func crc16Bytewise(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc = crc<<8 ^ crc16Tables[0][byte(crc>>8)^c]
+	}
+	return crc
 }

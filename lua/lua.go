@@ -1,7 +1,8 @@
 // Package lua holds the reference Lua scripts: one per rlserver command, for plain Redis
 // (EVAL, or EVALSHA with the SHA1 given here), deciding exactly as rlserver does.
 //
-// They are the lesson's Redis-plus-Lua rate limiters made to follow docs/commands.md to
+// They are the Redis + Lua rate limiters of the lab docs/experiments.md reproduces (the
+// README's "lesson"), made to follow docs/commands.md to
 // the bit: package algo's integer µs for the GCRA family and RL.LEAKY (below 2^53,
 // where doubles are exact), its float64 formulas in the same order of operations for
 // RL.SLIDE and RL.TOKEN, with its one-ms settling of retry_after; state read back
@@ -95,6 +96,8 @@ import (
 	"crypto/sha1"
 	_ "embed" // the scripts' parts
 	"encoding/hex"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -139,9 +142,10 @@ var (
 	renewBody string
 )
 
-// Scripts maps each command, lower case as algo.Kind.Command spells it, to its script;
-// Redis's native GCRA, which has no kind of its own, is "gcra".
-var Scripts = map[string]Script{
+// scripts maps each command, lower case as algo.Kind.Command spells it, to its script;
+// Redis's native GCRA, which has no kind of its own, is "gcra". Unexported, so that no
+// importer can replace a script under the client's feet: Named and Commands read it.
+var scripts = map[string]Script{
 	"rl.fixed":    singleScript("rl.fixed", fixedBody),
 	"rl.slide":    singleScript("rl.slide", slideBody),
 	"rl.log":      singleScript("rl.log", logBody),
@@ -157,6 +161,13 @@ var Scripts = map[string]Script{
 	"rl.release": newScript("rl.release", common, leases, releaseBody),
 	"rl.renew":   newScript("rl.renew", common, leases, renewBody),
 }
+
+// Named returns the script of command, lower case as algo.Kind.Command spells it
+// ("gcra" for Redis's native GCRA); the zero Script if it has none.
+func Named(command string) Script { return scripts[command] }
+
+// Commands lists the commands that have a script, sorted.
+func Commands() []string { return slices.Sorted(maps.Keys(scripts)) }
 
 // singleScript is the script of a one-key command: common.lua, then its body.
 func singleScript(command, body string) Script { return newScript(command, common, body) }
@@ -178,14 +189,14 @@ func wrap(name, body string) string {
 // shares RL.GCRA's kind (r.Cell on KindGCRA).
 func For(r algo.Request) Script {
 	if r.Kind == algo.KindGCRA && r.Cell {
-		return Scripts["gcra"]
+		return scripts["gcra"]
 	}
-	return Scripts[r.Kind.Command()]
+	return scripts[r.Kind.Command()]
 }
 
 // Args is r as its script takes it in ARGV (see Arguments above), without now_us: the
 // one place that maps a parsed request onto the scripts' layout. A request of Redis's
-// native GCRA (algo.ParseGCRA: KindGCRA with Cell set) is the gcra script's.
+// native GCRA (resp.ParseGCRA, algo.NativeGCRA: KindGCRA with Cell set) is the gcra script's.
 func Args(r algo.Request) []any {
 	switch {
 	case r.Kind == algo.KindThrottle:

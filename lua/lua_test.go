@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/testenv"
+	"github.com/rlserver/rlserver/resp"
 )
 
 // TestScripts checks that every command has its script, named by its command and by
@@ -25,17 +27,17 @@ import (
 func TestScripts(t *testing.T) {
 	single := []string{"rl.fixed", "rl.slide", "rl.log", "rl.token", "rl.gcra", "rl.leaky", "cl.throttle", "gcra"}
 	for _, command := range append(single, "rl.all", "rl.acquire", "rl.release", "rl.renew") {
-		s, ok := Scripts[command]
+		s, ok := scripts[command]
 		if !ok {
 			t.Errorf("no script for %s", command)
 			continue
 		}
 		sum := sha1.Sum([]byte(s.Source))
 		if s.Command != command || s.SHA1 != hex.EncodeToString(sum[:]) {
-			t.Errorf("Scripts[%q] is named %q with SHA1 %s; want %q and the source's SHA1 %x", command, s.Command, s.SHA1, command, sum)
+			t.Errorf("scripts[%q] is named %q with SHA1 %s; want %q and the source's SHA1 %x", command, s.Command, s.SHA1, command, sum)
 		}
 		if !strings.Contains(s.Source, strings.ToUpper(command)+" reference script") {
-			t.Errorf("Scripts[%q] holds another command's script", command)
+			t.Errorf("scripts[%q] holds another command's script", command)
 		}
 		switch command {
 		case "rl.all":
@@ -47,16 +49,16 @@ func TestScripts(t *testing.T) {
 			}
 		case "rl.acquire", "rl.release", "rl.renew":
 			if !strings.HasPrefix(s.Source, common+leases) || len(s.Source) == len(common+leases) {
-				t.Errorf("Scripts[%q] is not common.lua and leases.lua followed by a body", command)
+				t.Errorf("scripts[%q] is not common.lua and leases.lua followed by a body", command)
 			}
 		default:
 			if !strings.HasPrefix(s.Source, common) || len(s.Source) == len(common) {
-				t.Errorf("Scripts[%q] is not common.lua followed by a body", command)
+				t.Errorf("scripts[%q] is not common.lua followed by a body", command)
 			}
 		}
 	}
-	if len(Scripts) != 12 {
-		t.Errorf("%d scripts, want 12", len(Scripts))
+	if len(scripts) != 12 {
+		t.Errorf("%d scripts, want 12", len(scripts))
 	}
 }
 
@@ -132,7 +134,7 @@ func newRedis(t *testing.T) *redis.Client {
 	// RESP2: flat replies to HGETALL and ZRANGE WITHSCORES, scores as Redis prints them.
 	rdb := redis.NewClient(&redis.Options{Addr: testenv.StartRedis(t), Protocol: 2, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	for name, s := range Scripts {
+	for name, s := range scripts {
 		sha, err := rdb.ScriptLoad(context.Background(), s.Source).Result()
 		if err != nil || sha != s.SHA1 {
 			t.Fatalf("SCRIPT LOAD %s: %s, %v; want %s", name, sha, err, s.SHA1)
@@ -155,7 +157,7 @@ func runCalls(t *testing.T, rdb *redis.Client, calls []call) {
 		if c.script == "" {
 			cmd = rdb.Do(ctx, c.args...)
 		} else {
-			cmd = rdb.EvalSha(ctx, Scripts[c.script].SHA1, c.keys, c.args...)
+			cmd = rdb.EvalSha(ctx, scripts[c.script].SHA1, c.keys, c.args...)
 		}
 		got := fmt.Sprint(cmd.Val())
 		var rerr redis.Error
@@ -268,7 +270,7 @@ func TestAllMatchesRules(t *testing.T) {
 			rules = append(rules, algo.Rule{Key: []byte(fmt.Sprint("all:", k)), Req: r})
 		}
 		keys, args := ArgsAll(rules)
-		got, err := rdb.EvalSha(ctx, Scripts["rl.all"].SHA1, keys, append(args, now)...).Slice()
+		got, err := rdb.EvalSha(ctx, scripts["rl.all"].SHA1, keys, append(args, now)...).Slice()
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
@@ -276,7 +278,7 @@ func TestAllMatchesRules(t *testing.T) {
 		for _, rl := range rules {
 			r := rl.Req
 			r.Peek = true
-			v, err := rdb.EvalSha(ctx, Scripts[r.Kind.Command()].SHA1, []string{"mirror:" + string(rl.Key)}, append(Args(r), now)...).Result()
+			v, err := rdb.EvalSha(ctx, scripts[r.Kind.Command()].SHA1, []string{"mirror:" + string(rl.Key)}, append(Args(r), now)...).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +289,7 @@ func TestAllMatchesRules(t *testing.T) {
 		}
 		if want[0] == int64(1) && !peek {
 			for j, rl := range rules {
-				v, err := rdb.EvalSha(ctx, Scripts[rl.Req.Kind.Command()].SHA1, []string{"mirror:" + string(rl.Key)}, append(Args(rl.Req), now)...).Result()
+				v, err := rdb.EvalSha(ctx, scripts[rl.Req.Kind.Command()].SHA1, []string{"mirror:" + string(rl.Key)}, append(Args(rl.Req), now)...).Result()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -382,7 +384,7 @@ func TestLeaseIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 1000 {
 		// The same now each time: the ids still differ.
-		v, err := rdb.EvalSha(ctx, Scripts["rl.acquire"].SHA1, []string{"ids"}, 1000, 60_000, "", t0).Slice()
+		v, err := rdb.EvalSha(ctx, scripts["rl.acquire"].SHA1, []string{"ids"}, 1000, 60_000, "", t0).Slice()
 		if err != nil || len(v) != 5 || fmt.Sprint(v[:4]) != fmt.Sprintf("[1 1000 %d 0]", 999-i) {
 			t.Fatalf("acquire %d: %v, %v", i, v, err)
 		}
@@ -430,12 +432,12 @@ func TestRealClock(t *testing.T) {
 	ctx := context.Background()
 	keys, args := ArgsAll([]algo.Rule{rule("{r}a", algo.KindFixed, 1, 60_000, false), rule("{r}b", algo.KindGCRA, 1, 60_000, false)})
 	for i, want := range []string{"1", "0"} {
-		v, err := rdb.EvalSha(ctx, Scripts["rl.all"].SHA1, keys, args...).Slice()
+		v, err := rdb.EvalSha(ctx, scripts["rl.all"].SHA1, keys, args...).Slice()
 		if err != nil || len(v) != 3 || fmt.Sprint(v[0]) != want {
 			t.Fatalf("rl.all call %d: %v, %v; want allowed %s", i, v, err, want)
 		}
 	}
-	v, err := rdb.EvalSha(ctx, Scripts["rl.acquire"].SHA1, []string{"{r}lease"}, 1, 60_000, "x").Slice()
+	v, err := rdb.EvalSha(ctx, scripts["rl.acquire"].SHA1, []string{"{r}lease"}, 1, 60_000, "x").Slice()
 	if err != nil || fmt.Sprint(v) != "[1 1 0 0 x]" {
 		t.Fatalf("rl.acquire: %v, %v", v, err)
 	}
@@ -444,7 +446,7 @@ func TestRealClock(t *testing.T) {
 			t.Errorf("PTTL %s = %v, %v; want within the minute", k, ttl, err)
 		}
 	}
-	if n, err := rdb.EvalSha(ctx, Scripts["rl.release"].SHA1, []string{"{r}lease"}, "x").Int(); err != nil || n != 1 {
+	if n, err := rdb.EvalSha(ctx, scripts["rl.release"].SHA1, []string{"{r}lease"}, "x").Int(); err != nil || n != 1 {
 		t.Errorf("rl.release: %v, %v", n, err)
 	}
 	if n, _ := rdb.Exists(ctx, "{r}lease").Result(); n != 0 {
@@ -459,7 +461,7 @@ func nativeGCRA(t *testing.T, args string) algo.Request {
 	for _, a := range strings.Fields(args) {
 		raw = append(raw, []byte(a))
 	}
-	r, err := algo.ParseGCRA(raw)
+	r, err := resp.ParseGCRA(raw)
 	if err != nil {
 		t.Fatalf("ParseGCRA(%q): %v", args, err)
 	}
@@ -489,4 +491,20 @@ func TestNativeGCRA(t *testing.T) {
 		{"cl.throttle", []string{"cell"}, []any{5, 1, 60, 1, t0}, "[0 6 5 -1 60]", false},
 		{"gcra", []string{"cell"}, []any{5, 1, "60", 1, t0}, wrongType, true},
 	})
+}
+
+// TestNamed: Named and Commands read the scripts, and an unknown name has none.
+func TestNamed(t *testing.T) {
+	names := Commands()
+	if len(names) != len(scripts) || !slices.IsSorted(names) {
+		t.Errorf("Commands() = %v", names)
+	}
+	for _, name := range names {
+		if s := Named(name); s.Command != name || s.Source == "" {
+			t.Errorf("Named(%q) = %+v", name, s)
+		}
+	}
+	if s := Named("rl.nope"); s != (Script{}) {
+		t.Errorf("Named(rl.nope) = %+v, want the zero Script", s)
+	}
 }

@@ -16,11 +16,11 @@ func networkClient(t testing.TB, addr string, lua bool, timeout time.Duration) *
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 		PoolSize: 64, MinIdleConns: 4})
 	t.Cleanup(func() { rdb.Close() })
-	newClient := client.New
+	opts := client.Options{Timeout: timeout}
+	c, err := client.New(rdb, opts)
 	if lua {
-		newClient = client.NewLua
+		c, err = client.NewLua(rdb, client.LuaOptions{Options: opts})
 	}
-	c, err := newClient(rdb, client.Options{Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func networkClient(t testing.TB, addr string, lua bool, timeout time.Duration) *
 // embeddedClient is an in-process Client; frozen at a whole minute unless real.
 func embeddedClient(t testing.TB, real bool) *client.Client {
 	t.Helper()
-	opts := client.Options{}
+	var opts client.EmbeddedOptions
 	if !real {
 		opts.Clock = func() time.Time { return time.Unix(1_750_000_020, 0) }
 	}

@@ -9,9 +9,9 @@ import (
 // cmdAll serves RL.ALL: parse every rule, let the store decide them all at once
 // (all consume, or none does), answer allowed and each rule's five integers.
 func cmdAll(s *Server, c *client, args [][]byte, now int64) {
-	rules, err := algo.ParseAll(args[1:], s.cfg.MaxLogLimit)
+	rules, err := ParseAll(args[1:], s.cfg.MaxLogLimit)
 	if err != nil {
-		c.writeError(err.Error())
+		c.writeError(ErrorReply(err))
 		return
 	}
 	if s.repl.readOnly.Load() && !slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek }) {
@@ -28,7 +28,7 @@ func cmdAll(s *Server, c *client, args [][]byte, now int64) {
 	ds = ds[:len(rules)]
 	allowed, err := s.store.DoAll(rules, ds, now)
 	if err != nil {
-		c.writeError(err.Error())
+		c.writeError(ErrorReply(err))
 		return
 	}
 	c.w.WriteArray(1 + len(ds))

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/cluster"
 )
 
@@ -51,7 +50,7 @@ func (s *Server) clusterRedirect(cm *command, args [][]byte) string {
 // none, and the command runs here to answer its own error. The log limit is not
 // checked here: the command checks it against the server's.
 func allKeys(args [][]byte) [][]byte {
-	rules, err := algo.ParseAll(args[1:], math.MaxInt64)
+	rules, err := ParseAll(args[1:], math.MaxInt64)
 	if err != nil {
 		return nil
 	}

@@ -1,18 +1,16 @@
 package resp
 
-import "github.com/rlserver/rlserver/algo"
-
 // cmdAcquire serves RL.ACQUIRE key limit lease_ms [ID id]: four integers and the
 // lease's id, a null when no lease was taken (RESP3 "_", RESP2 a null bulk string).
 func cmdAcquire(s *Server, c *client, args [][]byte, now int64) {
-	r, err := algo.ParseAcquire(args[2:], s.cfg.MaxLogLimit)
+	r, err := ParseAcquire(args[2:], s.cfg.MaxLogLimit)
 	if err != nil {
-		c.writeError(err.Error())
+		c.writeError(ErrorReply(err))
 		return
 	}
 	d, err := s.store.Acquire(args[1], r, now)
 	if err != nil {
-		c.writeError(err.Error())
+		c.writeError(ErrorReply(err))
 		return
 	}
 	c.w.WriteArray(5)
@@ -31,7 +29,7 @@ func cmdAcquire(s *Server, c *client, args [][]byte, now int64) {
 func cmdRelease(s *Server, c *client, args [][]byte, now int64) {
 	ok, err := s.store.Release(args[1], args[2], now)
 	if err != nil {
-		c.writeError(err.Error())
+		c.writeError(ErrorReply(err))
 		return
 	}
 	c.w.WriteInt64(boolInt(ok))
@@ -40,14 +38,14 @@ func cmdRelease(s *Server, c *client, args [][]byte, now int64) {
 // cmdRenew serves RL.RENEW key lease_id lease_ms: 1 if the live lease now ends
 // lease_ms from now, 0 if there was none (an ended lease is not revived).
 func cmdRenew(s *Server, c *client, args [][]byte, now int64) {
-	id, duration, err := algo.ParseRenew(args[2:])
+	id, duration, err := parseRenew(args[2:])
 	if err != nil {
-		c.writeError(err.Error())
+		c.writeError(ErrorReply(err))
 		return
 	}
 	ok, err := s.store.Renew(args[1], id, duration, now)
 	if err != nil {
-		c.writeError(err.Error())
+		c.writeError(ErrorReply(err))
 		return
 	}
 	c.w.WriteInt64(boolInt(ok))

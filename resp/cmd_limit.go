@@ -8,12 +8,12 @@ type parser func(s *Server, args [][]byte) (algo.Request, error)
 // parseKind is the parser of one RL.* command (or CL.THROTTLE), by its kind.
 func parseKind(kind algo.Kind) parser {
 	return func(s *Server, args [][]byte) (algo.Request, error) {
-		return algo.Parse(kind, args, s.cfg.MaxLogLimit)
+		return ParseRequest(kind, args, s.cfg.MaxLogLimit)
 	}
 }
 
 // parseGCRA is the parser of Redis 8.8's GCRA command.
-func parseGCRA(_ *Server, args [][]byte) (algo.Request, error) { return algo.ParseGCRA(args) }
+func parseGCRA(_ *Server, args [][]byte) (algo.Request, error) { return ParseGCRA(args) }
 
 // limiter returns the handler of one rate-limiting command: parse the arguments after
 // the key, let the store decide atomically, answer five integers. This is the hot
@@ -22,7 +22,7 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 	return func(s *Server, c *client, args [][]byte, now int64) {
 		req, err := parse(s, args[2:])
 		if err != nil {
-			c.writeError(err.Error())
+			c.writeError(ErrorReply(err))
 			return
 		}
 		if !req.Peek && s.repl.readOnly.Load() {
@@ -31,7 +31,7 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 		}
 		d, err := s.store.Do(args[1], req, now)
 		if err != nil {
-			c.writeError(err.Error())
+			c.writeError(ErrorReply(err))
 			return
 		}
 		var first int64

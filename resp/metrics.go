@@ -19,11 +19,11 @@ import (
 // Prometheus metrics are read at scrape time from counters the server keeps anyway
 // (the store's Stats, the connection counters, the snapshot bookkeeping), so they
 // add nothing to a request. The exception is the command latency histogram, and it
-// is sampled: timing a command takes two clock readings, 115-190 ns on this VM
-// (kvm-clock), plus 25-40 ns to record from two cores into one latencyHistogram
-// (45-65 ns into a prometheus.Histogram); BenchmarkLatencyObserve. Against the
-// ~1-3 µs a pipelined RL.TOKEN costs the server that is up to 15%, so one command in
-// latencySample, picked at random, is timed: ~10 ns a command on average.
+// is sampled: timing a command takes two clock readings (slow under a virtualised
+// clock) and a record from several cores into one histogram (latencyHistogram, cheaper
+// than a prometheus.Histogram; BenchmarkLatencyObserve). Against what a pipelined
+// RL.TOKEN costs the server that is a visible share, so one command in latencySample,
+// picked at random, is timed.
 //
 // The random pick is per command, not per connection, so that connections that send a
 // few commands each are sampled as often as long-lived ones.

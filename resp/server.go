@@ -40,8 +40,9 @@ const (
 	// DefaultMaxLogLimit is the largest RL.LOG limit unless Config says otherwise.
 	DefaultMaxLogLimit = store.DefaultMaxLogLimit
 	// DefaultExpireInterval is how often fresh keys are removed unless Config says
-	// otherwise. An idle tick over 64 shards costs ~2 µs (BenchmarkExpireTick), so
-	// 100 ticks a second take 0.02% of a core, and memory returns within 10 ms.
+	// otherwise. An idle tick over every shard costs microseconds (BenchmarkExpireTick),
+	// so 100 ticks a second take a negligible share of a core, and memory returns
+	// within 10 ms.
 	DefaultExpireInterval = 10 * time.Millisecond
 )
 
@@ -442,11 +443,11 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 		}
 	}()
 	c.commands.Add(1)
-	// The commands of one pipeline share one reading of the clock, wall and monotonic
-	// (BenchmarkClockNow): 3% of the CPU of a 16-deep RL.TOKEN pipeline in pprof. Each
-	// command's run time, for SLOWLOG and the latency metric, is then read from the
-	// monotonic clock alone (time.Since, BenchmarkClockSince) since the end of the
-	// command before.
+	// The commands of one pipeline share one reading of the clock, wall and monotonic:
+	// a reading is slow under a virtualised clock (BenchmarkClockNow), a visible share
+	// of the CPU of a deep RL.TOKEN pipeline in pprof. Each command's run time, for
+	// SLOWLOG and the latency metric, is then read from the monotonic clock alone
+	// (time.Since, BenchmarkClockSince) since the end of the command before.
 	if !c.batchOpen {
 		c.batchStart = time.Now()
 		c.batchNow = s.clock.at(c.batchStart)
@@ -491,10 +492,9 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 // execute runs a checked command, unless the key's slot is another node's, or the
 // server is a replica and the command writes, or a full sync is loading.
 func (s *Server) execute(c *client, cm *command, args [][]byte) {
-	// Only cluster mode pays for the slot check: 9-17 ns for an RL.TOKEN
-	// (BenchmarkClusterRedirect), mostly the key's CRC16; a 16-deep pipeline of
-	// RL.TOKEN over loopback takes 2.44 µs a command instead of 2.40 (medians of 10,
-	// BenchmarkClusterCheck). Standalone, one comparison.
+	// Only cluster mode pays for the slot check, mostly the key's CRC16
+	// (BenchmarkClusterRedirect), within the noise of a pipelined RL.TOKEN over
+	// loopback (BenchmarkClusterCheck). Standalone, one comparison.
 	if s.cfg.Cluster != nil && (cm.firstKey != 0 || cm.keys != nil) {
 		if msg := s.clusterRedirect(cm, args); msg != "" {
 			c.writeError(msg)

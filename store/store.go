@@ -71,21 +71,22 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// Errors returned by Store.Do, DoAll and the lease methods.
+// Errors returned by Store.Do, DoAll and the lease methods; package resp words them
+// for the wire.
 var (
 	// ErrWrongType is returned when a key holds another algorithm's state.
-	ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+	ErrWrongType = errors.New("store: key holds another algorithm's state")
 	// ErrKeyTooLong is returned for a key longer than 256 MiB - 1 byte.
-	ErrKeyTooLong = errors.New("ERR key is longer than 268435455 bytes")
+	ErrKeyTooLong = errors.New("store: key longer than 268435455 bytes")
 	// ErrLogLimit is returned for an RL.LOG request or a lease set whose limit is above
 	// the store's MaxLogLimit, which bounds a log's memory.
-	ErrLogLimit = errors.New("ERR RL.LOG limit is above the server's max-log-limit")
+	ErrLogLimit = errors.New("store: log limit above MaxLogLimit")
 	// ErrOOM is returned under PolicyNoEviction for a request that would create a key
-	// past the memory budget; Redis's words, which clients recognise.
-	ErrOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
+	// past the memory budget.
+	ErrOOM = errors.New("store: new key past MaxMemory")
 	// ErrSameKey is returned by DoAll for two rules on one key: the rules would see
 	// each other's writes, and the reply could not say which rule consumed what.
-	ErrSameKey = errors.New("ERR RL.ALL names the same key in two rules")
+	ErrSameKey = errors.New("store: two rules on one key")
 )
 
 const (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/lab"
 )
 
 // benchKeys is how many users a bench spreads its calls over, round robin.
@@ -98,7 +99,7 @@ func benchCell(ctx context.Context, cfg config, tg target, kind algo.Kind, depth
 	}
 	// A limit no cell reaches per key (RL.LOG's largest by default): the calls are
 	// allowed and write, the costly path.
-	req := request(max(kind, algo.KindFixed), 100_000, 60_000)
+	req := lab.Request(max(kind, algo.KindFixed), 100_000, 60_000)
 	prefix := fmt.Sprintf("bench:%d:", time.Now().UnixNano())
 	deadline := time.Now().Add(cfg.cellTime)
 	perClient := max(1, cfg.requests/clients)

@@ -72,7 +72,7 @@ func runBoundary(ctx context.Context, _ config, e *env, w io.Writer) (any, error
 				cmds := map[algo.Kind][]*redis.Cmd{}
 				for _, k := range boundaryKinds {
 					for range burst {
-						cmds[k] = append(cmds[k], tg.call(ctx, pipe, tag+k.Command(), request(k, limit, windowMs)))
+						cmds[k] = append(cmds[k], tg.call(ctx, pipe, tag+k.Command(), lab.Request(k, limit, windowMs)))
 					}
 				}
 				sent := time.Now()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/internal/launch"
 )
 
 // churnResult is churn.json: RSS through a user population's life on one rlserver
@@ -48,16 +49,13 @@ func runChurn(ctx context.Context, cfg config, w io.Writer) (churnResult, error)
 			return res, err
 		}
 	}
-	addrs, err := freeAddrs(1)
+	p, err := launch.RLServer(bin, dir, "-loglevel", "WARN")
 	if err != nil {
 		return res, err
 	}
-	var s stopper
-	defer s.stop()
-	if err := startProcess(ctx, dir, "rlserver", addrs[0], &s, bin, "-addr", addrs[0], "-loglevel", "WARN"); err != nil {
-		return res, err
-	}
-	c := newClient(addrs[0])
+	defer p.Kill()
+	addr := p.Addr
+	c := newClient(addr)
 	defer c.Close()
 	rss := func() (int64, error) {
 		u, err := memoryOf(ctx, c)
@@ -69,7 +67,7 @@ func runChurn(ctx context.Context, cfg config, w io.Writer) (churnResult, error)
 	life := strconv.FormatInt(cfg.churnLife.Milliseconds(), 10)
 	call := func(i int) []string { return []string{"RL.GCRA", memoryKey(i), "1", life} }
 	bar := newProgress(cfg.users, "load")
-	err = lab.Bulk(ctx, addrs[0], cfg.users, call, bar.add)
+	err = lab.Bulk(ctx, addr, cfg.users, call, bar.add)
 	bar.done()
 	if err != nil {
 		return res, err
@@ -87,7 +85,7 @@ func runChurn(ctx context.Context, cfg config, w io.Writer) (churnResult, error)
 	next := time.Now().Add(10 * time.Second)
 	for time.Now().Before(end) {
 		second := time.Now()
-		if err := lab.Bulk(ctx, addrs[0], res.Rate, random, func(int) {}); err != nil {
+		if err := lab.Bulk(ctx, addr, res.Rate, random, func(int) {}); err != nil {
 			return res, err
 		}
 		if time.Now().After(next) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/middleware"
 )
 
@@ -83,20 +84,16 @@ func runClientBench(ctx context.Context, args []string, w io.Writer) error {
 			return err
 		}
 	}
-	addrs, err := freeAddrs(1)
+	server, err := launch.RLServer(*bin, dir, "-loglevel", "WARN")
 	if err != nil {
 		return err
 	}
-	var s stopper
-	defer s.stop()
-	if err := startProcess(ctx, dir, "rlserver", addrs[0], &s, *bin, "-addr", addrs[0], "-loglevel", "WARN"); err != nil {
-		return err
-	}
+	defer server.Kill()
 
 	fmt.Fprintf(w, "== client ==\n%d goroutines calling Allow (token bucket, 100/s) on random keys of %d, rlserver on loopback "+
 		"(its own process), GOMAXPROCS %d; %d rounds of %v per mode, in alternating order:\n",
 		*goroutines, *keys, runtime.GOMAXPROCS(0), *rounds, *load)
-	direct, err := clientRounds(ctx, addrs[0], modes, *rounds, func(c *client.Client) (histogram, int, time.Duration, error) {
+	direct, err := clientRounds(ctx, server.Addr, modes, *rounds, func(c *client.Client) (histogram, int, time.Duration, error) {
 		h, errs, took := allowLoad(ctx, c, *goroutines, *load, *keys)
 		return h, errs, took, nil
 	})
@@ -108,7 +105,7 @@ func runClientBench(ctx context.Context, args []string, w io.Writer) error {
 		fmt.Fprintf(w, "\nThe HTTP middleware (one ByUser dimension, a random user per request), %d concurrent HTTP clients "+
 			"on loopback, same rounds:\n", *goroutines)
 		httpModes := append(modes[:2:2], clientMode{name: "no limiter", bare: true})
-		web, err := clientRounds(ctx, addrs[0], httpModes, *rounds, func(c *client.Client) (histogram, int, time.Duration, error) {
+		web, err := clientRounds(ctx, server.Addr, httpModes, *rounds, func(c *client.Client) (histogram, int, time.Duration, error) {
 			return httpLoad(ctx, c, *goroutines, *load, *keys)
 		})
 		if err != nil {

@@ -182,16 +182,19 @@ func runReplica(spec string) error {
 	if _, err := fmt.Sscan(spec, &side, &addr, &limit, &prefix); err != nil {
 		return fmt.Errorf("%s=%q: %w", replicaEnv, spec, err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	newClient := client.New
-	if side == "redis+lua" {
-		newClient = client.NewLua
-	}
 	// A budget far above any loopback call, even under -race: a call timing out would
 	// answer 429 (fail closed) and undercount what the limiter allows.
 	const budget = time.Second
-	c, err := newClient(rdb, client.Options{Timeout: budget})
+	opts := client.Options{Timeout: budget}
+	var c *client.Client
+	var err error
+	if side == "redis+lua" {
+		c, err = client.NewLua(rdb, client.LuaOptions{Options: opts})
+	} else {
+		c, err = client.New(rdb, opts)
+	}
 	if err != nil {
 		return err
 	}

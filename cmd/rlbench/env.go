@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/lua"
 	"github.com/rlserver/rlserver/resp"
 )
@@ -76,7 +74,7 @@ func connect(ctx context.Context, cfg config) (*env, error) {
 		c := newClient(cfg.redis)
 		e.targets = append(e.targets, target{"redis+lua", cfg.redis, c, true})
 		for _, k := range kinds {
-			s := lua.Scripts[k.Command()]
+			s := lua.Named(k.Command())
 			if err := c.ScriptLoad(ctx, s.Source).Err(); err != nil {
 				e.close()
 				return nil, fmt.Errorf("redis %s: SCRIPT LOAD %s: %w", cfg.redis, k.Command(), err)
@@ -103,117 +101,49 @@ func newClient(addr string) *redis.Client {
 // startServer runs an rlserver in-process on a free loopback port, with DEBUG
 // CLOCK on: the memory experiment fills logs at set moments.
 func startServer() (string, func(), error) {
-	srv, err := resp.NewServer(resp.Config{EnableDebugCommand: true}) // memory sets the clock
+	_, addr, stop, err := launch.InProcess(resp.Config{EnableDebugCommand: true})
 	if err != nil {
 		return "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	return ln.Addr().String(), func() { srv.Close(); <-done }, nil
+	return addr, func() { stop() }, nil
 }
 
-// errNoRedis says how to get redis-server when -start cannot find it.
-var errNoRedis = errors.New("redis-server not on PATH: install it (apt-get install redis-server, brew install redis) or give -rlserver alone")
-
-// startRedis runs a redis-server without persistence on a free loopback port.
+// startRedis runs a redis-server without persistence on a free loopback port, in a
+// directory of its own that goes with it.
 func startRedis() (string, func(), error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", nil, errNoRedis
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	_, port, _ := net.SplitHostPort(addr)
 	dir, err := os.MkdirTemp("", "rlbench-redis-")
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--loglevel", "warning")
-	if err := cmd.Start(); err != nil {
+	p, err := launch.Redis(dir)
+	if err != nil {
 		os.RemoveAll(dir)
+		if errors.Is(err, launch.ErrNoRedis) {
+			err = fmt.Errorf("%w, or give -rlserver alone", err)
+		}
 		return "", nil, err
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stop := func() { cmd.Process.Kill(); <-exited; os.RemoveAll(dir) }
-	c := newClient(addr)
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if err = c.Ping(context.Background()).Err(); err == nil {
-			return addr, stop, nil
-		}
-		select {
-		case <-exited:
-			stop()
-			return "", nil, fmt.Errorf("redis-server exited: %w", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("redis-server did not answer in 10 s: %w", err)
-		}
-	}
-}
-
-// caller is a client or a pipeline.
-type caller interface {
-	Do(ctx context.Context, args ...any) *redis.Cmd
-	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
+	return p.Addr, func() { p.Kill(); os.RemoveAll(dir) }, nil
 }
 
 // call makes (or, on a pipeline, queues) one call of r on key, at the server's own time.
-func (t target) call(ctx context.Context, c caller, key string, r algo.Request) *redis.Cmd {
-	if t.script {
-		return c.EvalSha(ctx, lua.Scripts[r.Kind.Command()].SHA1, []string{key}, lua.Args(r)...)
-	}
-	return c.Do(ctx, command(r, key)...)
+func (t target) call(ctx context.Context, c lab.Caller, key string, r algo.Request) *redis.Cmd {
+	return lab.Call(ctx, c, t.script, key, r)
 }
 
 // words is the call of r on key as the words sent on the wire.
 func (t target) words(key string, r algo.Request) []string {
 	var args []any
 	if t.script {
-		args = append([]any{"EVALSHA", lua.Scripts[r.Kind.Command()].SHA1, 1, key}, lua.Args(r)...)
+		args = append([]any{"EVALSHA", lua.Named(r.Kind.Command()).SHA1, 1, key}, lua.Args(r)...)
 	} else {
-		args = command(r, key)
+		args = lab.Command(r, key, nil)
 	}
 	w := make([]string, len(args))
 	for i, a := range args {
 		w[i] = fmt.Sprint(a)
 	}
 	return w
-}
-
-// command is r as rlserver takes it.
-func command(r algo.Request, key string) []any {
-	args := []any{strings.ToUpper(r.Kind.Command()), key}
-	if r.Kind == algo.KindThrottle {
-		return append(args, r.Limit, r.Rate, r.Window/1_000_000, r.Cost)
-	}
-	args = append(args, r.Limit, r.Window/1000, "COST", r.Cost)
-	if r.Peek {
-		args = append(args, "PEEK")
-	}
-	return args
-}
-
-// request is a cost-1 call of kind at limit per windowMs (CL.THROTTLE: max_burst
-// limit-1 and limit per windowMs/1000 s, the same capacity).
-func request(kind algo.Kind, limit, windowMs int64) algo.Request {
-	r := algo.Request{Kind: kind, Limit: limit, Window: windowMs * 1000, Cost: 1}
-	if kind == algo.KindThrottle {
-		r.Limit, r.Rate = limit-1, limit
-	}
-	return r
 }
 
 // allowed reads a reply's first field: 1 = allowed for RL.*, 0 = allowed for CL.THROTTLE.

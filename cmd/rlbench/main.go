@@ -1,4 +1,4 @@
-// Command rlbench reproduces the lesson's lab (the Redis + Lua rate-limiting lab that
+// Command rlbench reproduces the lesson (the Redis + Lua rate-limiting lab that
 // docs/experiments.md describes) side by side on rlserver and on Redis running the
 // reference Lua scripts, printing each figure beside the lesson's and writing
 // results/<experiment>.json.

@@ -350,10 +350,11 @@ func TestScript(t *testing.T) {
 			t.Errorf("script %v: printed %q before failing", args, out.String())
 		}
 	}
-	for name, s := range lua.Scripts {
+	for _, name := range lua.Commands() {
+		s := lua.Named(name)
 		check([]string{name}, s.Source, "")
 	}
-	check([]string{"RL.ACQUIRE"}, lua.Scripts["rl.acquire"].Source, "")
+	check([]string{"RL.ACQUIRE"}, lua.Named("rl.acquire").Source, "")
 	check([]string{"rl.nope"}, "", `"rl.nope"`)
 	check([]string{"rl.nope"}, "", "rl.acquire, rl.all")
 	check(nil, "", "usage")

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/internal/launch"
 )
 
 // memoryLesson is the lesson's Redis bytes per user.
@@ -87,7 +88,7 @@ func runMemory(ctx context.Context, cfg config, e *env, w io.Writer) (any, error
 			if k == algo.KindLog {
 				return fillLogs(ctx, tg, users, limit, done)
 			}
-			return lab.Bulk(ctx, tg.addr, users, keyed(tg.words("", request(k, int64(limit), 3_600_000)), tg.script), done)
+			return lab.Bulk(ctx, tg.addr, users, keyed(tg.words("", lab.Request(k, int64(limit), 3_600_000)), tg.script), done)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k.Command(), err)
@@ -196,15 +197,13 @@ func freshServers(ctx context.Context, cfg config, e *env) (func() (*env, error)
 		}
 		var s stopper
 		s.add(stopRedis)
-		addrs, err := freeAddrs(1)
-		if err == nil {
-			err = startProcess(ctx, dir, "rlserver", addrs[0], &s, bin, "-addr", addrs[0], "-enable-debug-command", "-loglevel", "WARN")
-		}
+		p, err := launch.RLServer(bin, dir, "-enable-debug-command", "-loglevel", "WARN")
 		if err != nil {
 			s.stop()
 			return nil, err
 		}
-		fresh, err := connect(ctx, config{redis: raddr, rlserver: addrs[0]})
+		s.add(p.Kill)
+		fresh, err := connect(ctx, config{redis: raddr, rlserver: p.Addr})
 		if err != nil {
 			s.stop()
 			return nil, err
@@ -282,7 +281,7 @@ func fillLogs(ctx context.Context, tg target, users, limit int, done func(int)) 
 		}, func(n int) { done(n / 2) })
 	}
 	defer tg.client.Do(context.WithoutCancel(ctx), "DEBUG", "CLOCK", "REAL")
-	call := keyed(tg.words("", request(algo.KindLog, int64(limit), windowMs)), false)
+	call := keyed(tg.words("", lab.Request(algo.KindLog, int64(limit), windowMs)), false)
 	for j := range int64(limit) {
 		if err := tg.client.Do(ctx, "DEBUG", "CLOCK", "SET", base+j*gap).Err(); err != nil {
 			return fmt.Errorf("DEBUG CLOCK SET (run rlserver with -enable-debug-command): %w", err)

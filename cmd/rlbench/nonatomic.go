@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/lab"
 )
 
 // nonatomicUsers and crashes are the lesson's setup: 200 users, the client dying
@@ -63,7 +64,7 @@ func runNonatomic(ctx context.Context, _ config, e *env, w io.Writer) (any, erro
 			prefix := tag + k.Command() + ":"
 			pipe := tg.client.Pipeline()
 			for u := range nonatomicUsers {
-				tg.call(ctx, pipe, prefix+strconv.Itoa(u), request(k, 10, 60_000))
+				tg.call(ctx, pipe, prefix+strconv.Itoa(u), lab.Request(k, 10, 60_000))
 				// A crash here, after the one command, cannot leave half a call behind.
 			}
 			if _, err := pipe.Exec(ctx); err != nil {

@@ -67,14 +67,13 @@ func runOverhead(ctx context.Context, cfg config, e *env, w io.Writer) (any, err
 
 // behindMiddleware times next behind the middleware deciding on tg.
 func behindMiddleware(ctx context.Context, cfg config, tg target, next http.Handler) (*histogram, error) {
-	// client.New and NewLua want a client that honours deadlines and never retries.
-	rdb := redis.NewClient(&redis.Options{Addr: tg.addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	// Deadlines honoured by go-redis too: a stalled server's connection is given up.
+	rdb := redis.NewClient(&redis.Options{Addr: tg.addr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	newClient := client.New
+	c, err := client.New(rdb)
 	if tg.script {
-		newClient = client.NewLua
+		c, err = client.NewLua(rdb)
 	}
-	c, err := newClient(rdb, client.Options{})
 	if err != nil {
 		return nil, err
 	}

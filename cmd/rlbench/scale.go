@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/lua"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -62,7 +61,7 @@ type scaleRow struct {
 // few calls in a run, so each call is allowed and writes (the costly path), and
 // keeps its key for a day's thousandth (86 s), so the keys per node show the
 // spread after the run.
-var scaleRequest = request(algo.KindToken, 1000, 86_400_000)
+var scaleRequest = lab.Request(algo.KindToken, 1000, 86_400_000)
 
 // scaleTarget is one deployment under load: its client (a *redis.Client for one
 // node, a *redis.ClusterClient for a cluster) and the nodes' addresses.
@@ -103,10 +102,10 @@ func runScale(ctx context.Context, cfg config, w io.Writer) (scaleResult, error)
 		start      func(dir string) (scaleTarget, error)
 	}{
 		{"rlserver", "rlserver", func(dir string) (scaleTarget, error) {
-			return startRLServers(ctx, bin, dir, 1, cfg.scaleClients, &s)
+			return startRLServers(bin, dir, 1, cfg.scaleClients, &s)
 		}},
 		{"rlserver cluster", "rlserver", func(dir string) (scaleTarget, error) {
-			return startRLServers(ctx, bin, dir, scaleNodes, cfg.scaleClients, &s)
+			return startRLServers(bin, dir, scaleNodes, cfg.scaleClients, &s)
 		}},
 		{"redis+lua", "redis+lua", func(dir string) (scaleTarget, error) {
 			return startRedisNodes(ctx, dir, 1, cfg.scaleClients, &s)
@@ -192,14 +191,14 @@ func runScale(ctx context.Context, cfg config, w io.Writer) (scaleResult, error)
 // connections dialled, the script cached on every node), then all send pipelines
 // until -scale-time is up.
 func scaleLoad(ctx context.Context, cfg config, tg scaleTarget, prefix string) (histogram, time.Duration, error) {
-	script := lua.Scripts[scaleRequest.Kind.Command()]
+	script := lua.Named(scaleRequest.Kind.Command())
 	send := func(pipe redis.Pipeliner, rng *rand.Rand) error {
 		for range cfg.scaleDepth {
 			key := prefix + strconv.Itoa(rng.IntN(cfg.scaleKeys))
 			if tg.script {
 				pipe.EvalSha(ctx, script.SHA1, []string{key}, lua.Args(scaleRequest)...)
 			} else {
-				pipe.Do(ctx, command(scaleRequest, key)...)
+				pipe.Do(ctx, lab.Command(scaleRequest, key, nil)...)
 			}
 		}
 		cmds, err := pipe.Exec(ctx)
@@ -258,78 +257,67 @@ func (s *stopper) stop() {
 	}
 }
 
-// buildRLServer builds cmd/rlserver into dir: the scale experiment runs each node
-// as a process of its own, as deployed, where the other experiments run rlserver
-// in rlbench's process.
+// buildRLServer builds cmd/rlserver into dir, for the experiments that run rlserver
+// as a process of its own, as deployed.
 func buildRLServer(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "rlserver")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/rlserver/rlserver/cmd/rlserver").CombinedOutput()
+	bin, err := launch.BuildRLServer(ctx, dir)
 	if err != nil {
-		return "", fmt.Errorf("go build cmd/rlserver (or give -rlserver-bin): %v\n%s", err, out)
+		return "", fmt.Errorf("%w (or give -rlserver-bin)", err)
 	}
 	return bin, nil
 }
 
-// startRLServers starts n rlserver processes on free loopback ports, in cluster
-// mode (-cluster-nodes, -cluster-self) when n > 1, and returns a client for them:
-// a ClusterClient over a cluster.
-func startRLServers(ctx context.Context, bin, dir string, n, clients int, s *stopper) (scaleTarget, error) {
-	addrs, err := freeAddrs(n)
+// startRLServers starts n rlserver processes (built from cmd/rlserver: the scale
+// experiment runs each node as deployed, where the other experiments run rlserver in
+// rlbench's process) on free loopback ports, in cluster mode (-cluster-nodes,
+// -cluster-self) when n > 1, and returns a client for them: a ClusterClient over a
+// cluster.
+func startRLServers(bin, dir string, n, clients int, s *stopper) (scaleTarget, error) {
+	addrs, err := launch.FreeAddrs(n)
 	if err != nil {
 		return scaleTarget{}, err
 	}
 	for i, addr := range addrs {
-		args := []string{"-addr", addr, "-loglevel", "WARN"}
+		args := []string{"-loglevel", "WARN"}
 		if n > 1 {
 			args = append(args, "-cluster-nodes", strings.Join(addrs, ","), "-cluster-self", strconv.Itoa(i))
 		}
-		if err := startProcess(ctx, dir, fmt.Sprintf("rlserver-%d", i), addr, s, bin, args...); err != nil {
+		p, err := launch.RLServerAt(bin, dir, addr, args...)
+		if err != nil {
 			return scaleTarget{}, err
 		}
+		s.add(p.Kill)
 	}
 	c := scaleClient(addrs, clients)
 	s.add(func() { c.Close() })
 	return scaleTarget{addrs: addrs, client: c}, nil
 }
 
-// startRedisNodes starts n redis-servers on free loopback ports, as a Redis
-// Cluster of n masters when n > 1 (redis-cli --cluster create), waits until the
-// cluster is settled, loads the token script on every node and returns a client.
+// startRedisNodes starts one redis-server, or a Redis Cluster of n masters when
+// n > 1, loads the token script on every node and returns a client.
 func startRedisNodes(ctx context.Context, dir string, n, clients int, s *stopper) (scaleTarget, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return scaleTarget{}, errors.New("redis-server not on PATH: install it (apt-get install redis-server, brew install redis)")
-	}
-	var addrs []string
-	for i := range n {
-		port, err := lab.FreeClusterPort()
+	var nodes []*launch.Proc
+	if n == 1 {
+		p, err := launch.Redis(dir)
 		if err != nil {
 			return scaleTarget{}, err
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		ndir := filepath.Join(dir, strconv.Itoa(port))
-		if err := os.Mkdir(ndir, 0o755); err != nil {
+		nodes = append(nodes, p)
+	} else {
+		var err error
+		if nodes, err = launch.RedisCluster(ctx, dir, n); err != nil {
 			return scaleTarget{}, err
 		}
-		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", ndir, "--loglevel", "warning"}
-		if n > 1 {
-			args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-		}
-		if err := startProcess(ctx, dir, fmt.Sprintf("redis-%d", i), addr, s, bin, args...); err != nil {
-			return scaleTarget{}, err
-		}
-		addrs = append(addrs, addr)
 	}
-	if n > 1 {
-		if err := createRedisCluster(ctx, addrs); err != nil {
-			return scaleTarget{}, err
-		}
+	var addrs []string
+	for _, p := range nodes {
+		s.add(p.Kill)
+		addrs = append(addrs, p.Addr)
 	}
 	c := scaleClient(addrs, clients)
 	s.add(func() { c.Close() })
 	// A ClusterClient loads a script on every master.
-	if err := c.ScriptLoad(ctx, lua.Scripts[algo.KindToken.Command()].Source).Err(); err != nil {
+	if err := c.ScriptLoad(ctx, lua.Named(algo.KindToken.Command()).Source).Err(); err != nil {
 		return scaleTarget{}, fmt.Errorf("SCRIPT LOAD: %w", err)
 	}
 	return scaleTarget{addrs: addrs, client: c, script: true}, nil
@@ -343,121 +331,6 @@ func scaleClient(addrs []string, clients int) redis.UniversalClient {
 		return redis.NewClient(&redis.Options{Addr: addrs[0], MaxRetries: -1, PoolSize: clients})
 	}
 	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, PoolSize: clients})
-}
-
-// createRedisCluster joins the redis-servers at addrs into one cluster of masters
-// and waits, at most 30 s, until every node says cluster_state:ok and gives the
-// same slot map: a ClusterClient reads the map from any one node.
-func createRedisCluster(ctx context.Context, addrs []string) error {
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		return errors.New("redis-cli not on PATH: it comes with redis-server (apt-get install redis-server, brew install redis)")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	var last string
-	for {
-		maps := map[string]bool{}
-		for _, a := range addrs {
-			m, err := clusterView(ctx, a)
-			if err != nil {
-				last = err.Error()
-				break
-			}
-			maps[m] = true
-		}
-		if len(maps) == 1 && last == "" {
-			return nil
-		}
-		if len(maps) > 1 {
-			last = fmt.Sprintf("nodes disagree on the slots: %v", maps)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the Redis Cluster did not settle in 30 s: %s", last)
-		case <-time.After(50 * time.Millisecond):
-			last = ""
-		}
-	}
-}
-
-// clusterView is the slot map of the node at addr as text, or an error until the
-// node says cluster_state:ok.
-func clusterView(ctx context.Context, addr string) (string, error) {
-	c := newClient(addr)
-	defer c.Close()
-	info, err := c.ClusterInfo(ctx).Result()
-	if err != nil || !strings.Contains(info, "cluster_state:ok") {
-		return "", fmt.Errorf("%s: cluster not ok: %v %q", addr, err, info)
-	}
-	slots, err := c.ClusterSlots(ctx).Result()
-	if err != nil {
-		return "", fmt.Errorf("%s: CLUSTER SLOTS: %w", addr, err)
-	}
-	slices.SortFunc(slots, func(a, b redis.ClusterSlot) int { return a.Start - b.Start })
-	var b strings.Builder
-	for _, s := range slots {
-		if len(s.Nodes) > 0 {
-			fmt.Fprintf(&b, "%d-%d@%s ", s.Start, s.End, s.Nodes[0].Addr)
-		}
-	}
-	return b.String(), nil
-}
-
-// startProcess runs bin with args, its output in dir/name.log, and waits up to 10 s
-// for it to answer PING at addr; s stops it (SIGKILL: nothing of it is kept).
-func startProcess(ctx context.Context, dir, name, addr string, s *stopper, bin string, args ...string) error {
-	logPath := filepath.Join(dir, name+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close() // the child keeps its own descriptor
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	s.add(func() { cmd.Process.Kill(); <-exited })
-	c := newClient(addr)
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if err = c.Ping(ctx).Err(); err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(logPath) // why it stopped: the log's first lines
-			return fmt.Errorf("%s exited at start: %s", name, b[:min(len(b), 1000)])
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer PING at %s in 10 s: %w", name, addr, err)
-		}
-	}
-}
-
-// freeAddrs returns n loopback addresses nobody listens on, all held open until
-// every one is picked so that they differ.
-func freeAddrs(n int) ([]string, error) {
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
 }
 
 // scalePanels is one panel: each target's ops/s as a bar, coloured by side as

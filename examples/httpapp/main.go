@@ -1,4 +1,5 @@
-// Command httpapp is the lesson's lab app: /fast answers at once, /limited answers
+// Command httpapp is the app of the Redis + Lua rate-limiting lab that
+// docs/experiments.md reproduces (the README's "lesson"): /fast answers at once, /limited answers
 // behind the rate limiter, 500 requests a second per user (?user=) and twice that per
 // client IP, so that its 429s and headers can be watched with curl:
 //
@@ -109,23 +110,26 @@ func newClient(cfg config) (*client.Client, func(), error) {
 		if cfg.fallback == "local" {
 			return nil, nil, errors.New("-fallback local is for a server backend: -backend embedded decides in-process already")
 		}
-		c, err := client.NewEmbedded(client.Options{})
+		c, err := client.NewEmbedded(client.EmbeddedOptions{})
 		return c, func() {}, err
 	}
-	construct := map[string]func(redis.UniversalClient, client.Options) (*client.Client, error){
-		"rlserver": client.New, "redis": client.NewLua}[backend]
-	if construct == nil {
+	if backend != "rlserver" && backend != "redis" {
 		return nil, nil, fmt.Errorf("-backend %q: want rlserver, redis or embedded", backend)
 	}
-	// Context deadlines honoured (the limiter's budget), no retries (a retried call
-	// counts twice). Several addresses make a cluster client.
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ","),
-		ContextTimeoutEnabled: true, MaxRetries: -1})
-	opts := client.Options{Timeout: -1} // the middleware's budget applies
+	// go-redis's defaults: the Client keeps its calls within the middleware's budget
+	// and never lets go-redis re-send one. Several addresses make a cluster client.
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ",")})
+	var opts client.Options
 	if cfg.fallback == "local" {
 		opts.Fallback = &client.Fallback{Replicas: cfg.replicas}
 	}
-	c, err := construct(rdb, opts)
+	var c *client.Client
+	var err error
+	if backend == "redis" {
+		c, err = client.NewLua(rdb, client.LuaOptions{Options: opts})
+	} else {
+		c, err = client.New(rdb, opts)
+	}
 	if err != nil {
 		rdb.Close()
 		return nil, nil, err
@@ -133,7 +137,7 @@ func newClient(cfg config) (*client.Client, func(), error) {
 	return c, func() { rdb.Close() }, nil
 }
 
-// newApp is the lesson's app: /fast without a limiter, /limited behind one, and
+// newApp is the lab's app: /fast without a limiter, /limited behind one, and
 // /healthz. The Limiter is returned for its Stats.
 func newApp(c *client.Client, cfg config) (http.Handler, *middleware.Limiter, error) {
 	var trusted []string

@@ -1,6 +1,6 @@
-// Package lab holds the measuring helpers that the compatibility suite
+// Package lab holds the measuring and calling helpers that the compatibility suite
 // (../../compat_test.go) and the experiments (../../cmd/rlbench) share, so that both
-// report the lesson's figures computed the same way.
+// send the same calls and report the lesson's figures computed the same way.
 package lab
 
 import (
@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -117,28 +116,6 @@ func Bulk(ctx context.Context, addr string, n int, cmd func(i int) []string, don
 		}
 	}
 	return nil
-}
-
-// FreeClusterPort returns a loopback port nobody listens on, and none on port+10000
-// either, below 55536 so that both exist: a Redis Cluster node (--cluster-enabled yes)
-// also binds port+10000 for its bus, and an ephemeral port from 127.0.0.1:0 may be
-// above 55535 (Linux hands out 32768-60999).
-func FreeClusterPort() (int, error) {
-	for range 100 {
-		port := 20000 + rand.IntN(35000)
-		a, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		b, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
-		a.Close()
-		if err != nil {
-			continue
-		}
-		b.Close()
-		return port, nil
-	}
-	return 0, errors.New("no free port pair for a Redis Cluster node")
 }
 
 // RSS returns the resident set size of process pid in bytes, VmRSS in

@@ -1,6 +1,7 @@
 // Package testenv starts what the tests of several packages run against: an
-// rlserver in-process, a real redis-server or Redis Cluster, and loopback addresses that refuse or
-// never answer. Each helper undoes its work when its test ends.
+// rlserver in-process, a real redis-server or Redis Cluster (through package launch,
+// the module's one launcher), and loopback addresses that refuse or never answer.
+// Each helper undoes its work when its test ends.
 //
 // Tests that need Redis programs skip, saying how to install them, when the programs
 // are not on PATH, unless RLSERVER_REQUIRE_REDIS=1 (as CI sets): then they fail.
@@ -11,21 +12,13 @@ package testenv
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -41,28 +34,16 @@ func StartServer(tb testing.TB, cfg resp.Config) string {
 // Serve is StartServer for a test that needs the server itself (its MetricsHandler).
 func Serve(tb testing.TB, cfg resp.Config) (*resp.Server, string) {
 	tb.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	srv, err := resp.NewServer(cfg)
+	srv, addr, stop, err := launch.InProcess(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
 	tb.Cleanup(func() {
-		srv.Close()
-		// ErrServerClosed: the test ended (a skip, say) before Serve began, and Close
-		// came first. That is no Serve failure.
-		if err := <-done; err != nil && !errors.Is(err, resp.ErrServerClosed) {
+		if err := stop(); err != nil {
 			tb.Errorf("rlserver Serve: %v", err)
 		}
 	})
-	return srv, ln.Addr().String()
+	return srv, addr
 }
 
 // RedisTool returns the path of a Redis program (redis-server, redis-cli), or skips
@@ -88,152 +69,33 @@ func RedisTool(tb testing.TB, name string) string {
 // address. Without redis-server it skips or fails tb as RedisTool does.
 func StartRedis(tb testing.TB, extraArgs ...string) string {
 	tb.Helper()
-	bin := RedisTool(tb, "redis-server")
-	var lastErr error
-	for range 3 { // the port is free when picked, but may be taken before redis binds it
-		port := freePort(tb)
-		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--dir", tb.TempDir(), "--loglevel", "warning"}, extraArgs...)
-		cmd := exec.Command(bin, args...)
-		if err := cmd.Start(); err != nil {
-			tb.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		stop := func() {
-			cmd.Process.Kill()
-			<-exited
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if lastErr = waitPing(addr, exited); lastErr == nil {
-			tb.Cleanup(stop)
-			return addr
-		}
-		stop()
+	RedisTool(tb, "redis-server")
+	p, err := launch.Redis(tb.TempDir(), extraArgs...)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatalf("redis-server did not start: %v", lastErr)
-	return ""
+	tb.Cleanup(p.Kill)
+	return p.Addr
 }
 
 // StartRedisCluster starts n redis-servers (n ≥ 3, Redis's least) as a Redis
-// Cluster of n masters and no replicas on free loopback ports, the 16,384 slots split
-// by redis-cli --cluster create; it returns once every node says cluster_state:ok and
-// all nodes give the same slot map, and stops them when tb ends. Without redis-server
-// or redis-cli it skips or fails tb as RedisTool does.
+// Cluster of n masters and no replicas (launch.RedisCluster), stops them when tb
+// ends, and returns their addresses. Without redis-server or redis-cli it skips or
+// fails tb as RedisTool does.
 func StartRedisCluster(tb testing.TB, n int) []string {
 	tb.Helper()
-	if n < 3 {
-		tb.Fatalf("StartRedisCluster: a Redis Cluster needs at least 3 masters, got %d", n)
-	}
-	cli := RedisTool(tb, "redis-cli")
-	addrs := make([]string, n)
-	for i := range addrs {
-		// nodes.conf sits in the node's own --dir: one per node, as Redis requires.
-		addrs[i] = StartRedis(tb, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "5000")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
-	defer cancel()
-	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	if err := waitClusterOK(ctx, addrs); err != nil {
+	RedisTool(tb, "redis-server")
+	RedisTool(tb, "redis-cli")
+	nodes, err := launch.RedisCluster(context.Background(), tb.TempDir(), n)
+	if err != nil {
 		tb.Fatal(err)
+	}
+	addrs := make([]string, len(nodes))
+	for i, p := range nodes {
+		tb.Cleanup(p.Kill)
+		addrs[i] = p.Addr
 	}
 	return addrs
-}
-
-// clusterWait bounds forming a cluster: redis-cli --cluster create waits for the
-// nodes to join (about a second on loopback), then gossip spreads the slot map.
-const clusterWait = 30 * time.Second
-
-// waitClusterOK waits until every node at addrs answers cluster_state:ok and the
-// same CLUSTER SLOTS as the first: go-redis's ClusterClient reads the map from any
-// one node, and a node that has not heard of the others yet would send it MOVED loops.
-func waitClusterOK(ctx context.Context, addrs []string) error {
-	rdbs := make([]*redis.Client, len(addrs))
-	for i, a := range addrs {
-		rdbs[i] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
-		defer rdbs[i].Close()
-	}
-	var last string
-	for {
-		var first string
-		ok := true
-		for i, rdb := range rdbs {
-			info, err := rdb.ClusterInfo(ctx).Result()
-			if err != nil || !strings.Contains(info, "cluster_state:ok") {
-				ok, last = false, fmt.Sprintf("%s: %v %q", addrs[i], err, info)
-				break
-			}
-			slots, err := slotMap(ctx, rdb)
-			if err != nil {
-				ok, last = false, fmt.Sprintf("%s: CLUSTER SLOTS: %v", addrs[i], err)
-				break
-			}
-			if i == 0 {
-				first = slots
-			} else if slots != first {
-				ok, last = false, fmt.Sprintf("%s says %s, %s says %s", addrs[0], first, addrs[i], slots)
-				break
-			}
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the Redis Cluster did not settle within %v: %s", clusterWait, last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// slotMap is a node's CLUSTER SLOTS as text, ranges in order: "0-5460@host:port ...".
-func slotMap(ctx context.Context, rdb *redis.Client) (string, error) {
-	slots, err := rdb.ClusterSlots(ctx).Result()
-	if err != nil {
-		return "", err
-	}
-	slices.SortFunc(slots, func(a, b redis.ClusterSlot) int { return a.Start - b.Start })
-	var b strings.Builder
-	for _, s := range slots {
-		if len(s.Nodes) == 0 {
-			return "", fmt.Errorf("slots %d-%d have no node", s.Start, s.End)
-		}
-		fmt.Fprintf(&b, "%d-%d@%s ", s.Start, s.End, s.Nodes[0].Addr)
-	}
-	return b.String(), nil
-}
-
-// freePort returns a loopback port for a Redis node, cluster-capable (lab.FreeClusterPort).
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	port, err := lab.FreeClusterPort()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return port
-}
-
-// waitPing waits up to 10 s for a server at addr to answer PING, giving up early
-// once exited is closed.
-func waitPing(addr string, exited <-chan struct{}) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer rdb.Close()
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		if err = rdb.Ping(context.Background()).Err(); err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited at start: %w", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return err
 }
 
 // DeadAddr returns a loopback address where nothing listens: connecting is refused.

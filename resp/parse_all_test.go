@@ -1,19 +1,21 @@
-package algo
+package resp
 
 import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/algo"
 )
 
 func TestParseAll(t *testing.T) {
-	fixed := Request{Kind: KindFixed, Limit: 10, Window: ms(1000), Cost: 1}
-	log := Request{Kind: KindLog, Limit: 5, Window: ms(60000), Cost: 2}
-	token := Request{Kind: KindToken, Limit: 10, Window: ms(1000), Rate: 5, Cost: 1}
-	gcra := Request{Kind: KindGCRA, Limit: 10, Window: ms(1000), Burst: 3, Cost: 1}
-	leaky := Request{Kind: KindLeaky, Limit: 10, Window: ms(1000), Queue: 4, Cost: 1}
-	slide := Request{Kind: KindSlide, Limit: 1, Window: 1000, Cost: 0}
-	peeked := func(rules ...Rule) []Rule {
+	fixed := algo.Request{Kind: algo.KindFixed, Limit: 10, Window: ms(1000), Cost: 1}
+	log := algo.Request{Kind: algo.KindLog, Limit: 5, Window: ms(60000), Cost: 2}
+	token := algo.Request{Kind: algo.KindToken, Limit: 10, Window: ms(1000), Rate: 5, Cost: 1}
+	gcra := algo.Request{Kind: algo.KindGCRA, Limit: 10, Window: ms(1000), Burst: 3, Cost: 1}
+	leaky := algo.Request{Kind: algo.KindLeaky, Limit: 10, Window: ms(1000), Queue: 4, Cost: 1}
+	slide := algo.Request{Kind: algo.KindSlide, Limit: 1, Window: 1000, Cost: 0}
+	peeked := func(rules ...algo.Rule) []algo.Rule {
 		for i := range rules {
 			rules[i].Req.Peek = true
 		}
@@ -21,16 +23,16 @@ func TestParseAll(t *testing.T) {
 	}
 	for _, c := range []struct {
 		args string
-		want []Rule
+		want []algo.Rule
 	}{
-		{"FIXED k 10 1000", []Rule{{[]byte("k"), fixed}}},
-		{"fixed k 10 1000 log k2 5 60000 COST 2", []Rule{{[]byte("k"), fixed}, {[]byte("k2"), log}}},
+		{"FIXED k 10 1000", []algo.Rule{{Key: []byte("k"), Req: fixed}}},
+		{"fixed k 10 1000 log k2 5 60000 COST 2", []algo.Rule{{Key: []byte("k"), Req: fixed}, {Key: []byte("k2"), Req: log}}},
 		// An ALGO word as a key, and as an option's value, is not a rule's start.
-		{"Token FIXED 10 1000 RATE 5 GCRA LOG 10 1000 BURST 3", []Rule{{[]byte("FIXED"), token}, {[]byte("LOG"), gcra}}},
-		{"LEAKY a 10 1000 QUEUE 4 SLIDE b 1 1 COST 0", []Rule{{[]byte("a"), leaky}, {[]byte("b"), slide}}},
+		{"Token FIXED 10 1000 RATE 5 GCRA LOG 10 1000 BURST 3", []algo.Rule{{Key: []byte("FIXED"), Req: token}, {Key: []byte("LOG"), Req: gcra}}},
+		{"LEAKY a 10 1000 QUEUE 4 SLIDE b 1 1 COST 0", []algo.Rule{{Key: []byte("a"), Req: leaky}, {Key: []byte("b"), Req: slide}}},
 		// PEEK in any rule applies to all.
-		{"FIXED k 10 1000 LOG k2 5 60000 peek COST 2", peeked(Rule{[]byte("k"), fixed}, Rule{[]byte("k2"), log})},
-		{"FIXED k 10 1000 PEEK", peeked(Rule{[]byte("k"), fixed})},
+		{"FIXED k 10 1000 LOG k2 5 60000 peek COST 2", peeked(algo.Rule{Key: []byte("k"), Req: fixed}, algo.Rule{Key: []byte("k2"), Req: log})},
+		{"FIXED k 10 1000 PEEK", peeked(algo.Rule{Key: []byte("k"), Req: fixed})},
 	} {
 		got, err := ParseAll(split(c.args), 100_000)
 		if err != nil || !sameRules(got, c.want) {
@@ -39,7 +41,7 @@ func TestParseAll(t *testing.T) {
 	}
 }
 
-func sameRules(a, b []Rule) bool {
+func sameRules(a, b []algo.Rule) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -120,18 +122,15 @@ func FuzzParseAll(f *testing.F) {
 			}
 			return
 		}
-		if len(rules) == 0 || len(rules) > MaxRules {
+		if len(rules) == 0 || len(rules) > algo.MaxRules {
 			t.Fatalf("%d rules", len(rules))
 		}
 		for _, rule := range rules {
-			if rule.Req.Kind == KindThrottle || rule.Req.Peek != rules[0].Req.Peek {
+			if rule.Req.Kind == algo.KindThrottle || rule.Req.Peek != rules[0].Req.Peek {
 				t.Fatalf("rule %+v", rule.Req)
 			}
 			checkRequest(t, rule.Req)
-			var m machine
-			for _, now := range []int64{base, base + rule.Req.Window/2, base + 3*rule.Req.Window} {
-				m.do(t, rule.Req, now)
-			}
+			decide(t, rule.Req)
 		}
 	})
 }

@@ -1,33 +1,22 @@
-package algo
+package resp
 
 import (
 	"bytes"
-	"fmt"
+
+	"github.com/rlserver/rlserver/algo"
 )
 
-// Rule is one rule of RL.ALL: a key and the request to decide on it.
-type Rule struct {
-	Key []byte  // the rule's key, distinct from the other rules' keys
-	Req Request // the rule's algorithm and arguments; Peek on every rule if the call has PEEK
-}
-
-// MaxRules is the most rules one RL.ALL call may name: a call locks the shards of all
-// its keys at once, and the bound keeps one call from holding them for long.
-const MaxRules = 64
-
-const (
-	allExpected  = "expected FIXED, SLIDE, LOG, TOKEN, GCRA or LEAKY"
-	maxShownAlgo = 32 // an unknown ALGO word longer than this is not echoed in the error
-)
+// maxShownAlgo is the longest unknown ALGO word echoed in the error.
+const maxShownAlgo = 32
 
 // allKinds maps RL.ALL's ALGO words to kinds; CL.THROTTLE has none.
 var allKinds = [...]struct {
 	word string
-	kind Kind
-}{{"FIXED", KindFixed}, {"SLIDE", KindSlide}, {"LOG", KindLog}, {"TOKEN", KindToken}, {"GCRA", KindGCRA}, {"LEAKY", KindLeaky}}
+	kind algo.Kind
+}{{"FIXED", algo.KindFixed}, {"SLIDE", algo.KindSlide}, {"LOG", algo.KindLog}, {"TOKEN", algo.KindToken}, {"GCRA", algo.KindGCRA}, {"LEAKY", algo.KindLeaky}}
 
 // allKind returns the kind an ALGO word names, in any case, or 0.
-func allKind(word []byte) Kind {
+func allKind(word []byte) algo.Kind {
 	for _, a := range allKinds {
 		if bytes.EqualFold(word, []byte(a.word)) {
 			return a.kind
@@ -40,13 +29,13 @@ func allKind(word []byte) Kind {
 //
 //	<ALGO> key limit window_ms [option ...] [<ALGO> key limit window_ms [option ...] ...]
 //
-// Each rule's arguments after the key are parsed by Parse, so their errors are the
+// Each rule's arguments after the key are parsed by ParseRequest, so their errors are the
 // single command's. An ALGO word where an option could start (not where an option's
 // value is expected) starts the next rule. PEEK in any rule applies to the whole call:
 // it is set on every rule's Req. That two rules name the same key is the store's check
 // (it compares keys anyway); ParseAll does not look. The rules' keys alias args.
-// Errors are complete Redis error lines.
-func ParseAll(args [][]byte, maxLogLimit int64) ([]Rule, error) {
+// Errors are Redis error replies, whole.
+func ParseAll(args [][]byte, maxLogLimit int64) ([]algo.Rule, error) {
 	if len(args) == 0 {
 		return nil, errAllArity
 	}
@@ -56,12 +45,12 @@ func ParseAll(args [][]byte, maxLogLimit int64) ([]Rule, error) {
 		if len(w) > maxShownAlgo || bytes.ContainsAny(w, "\r\n") {
 			return nil, errAllUnknown
 		}
-		return nil, fmt.Errorf("ERR unknown algorithm '%s' in RL.ALL: %s", w, allExpected)
+		return nil, unknownAlgorithmError(w)
 	}
-	var rules []Rule
+	var rules []algo.Rule
 	peek := false
 	for i := 0; i < len(args); {
-		if len(rules) == MaxRules {
+		if len(rules) == algo.MaxRules {
 			return nil, errAllTooMany
 		}
 		if len(args)-i < 4 {
@@ -76,12 +65,12 @@ func ParseAll(args [][]byte, maxLogLimit int64) ([]Rule, error) {
 			end++
 		}
 		end = min(end, len(args))
-		r, err := Parse(kind, args[i+2:end], maxLogLimit)
+		r, err := ParseRequest(kind, args[i+2:end], maxLogLimit)
 		if err != nil {
 			return nil, err
 		}
 		peek = peek || r.Peek
-		rules = append(rules, Rule{Key: key, Req: r})
+		rules = append(rules, algo.Rule{Key: key, Req: r})
 		if i = end; i < len(args) {
 			kind = allKind(args[i])
 		}
@@ -94,16 +83,16 @@ func ParseAll(args [][]byte, maxLogLimit int64) ([]Rule, error) {
 
 // takesValue reports whether opt is an option of kind's command that is followed by a
 // value: COST, and RATE, BURST or QUEUE for the algorithm that takes it. Another word
-// is PEEK or a syntax error that Parse reports.
-func takesValue(kind Kind, opt []byte) bool {
+// is PEEK or a syntax error that ParseRequest reports.
+func takesValue(kind algo.Kind, opt []byte) bool {
 	switch {
 	case bytes.EqualFold(opt, []byte("COST")):
 		return true
-	case kind == KindToken:
+	case kind == algo.KindToken:
 		return bytes.EqualFold(opt, []byte("RATE"))
-	case kind == KindGCRA:
+	case kind == algo.KindGCRA:
 		return bytes.EqualFold(opt, []byte("BURST"))
-	case kind == KindLeaky:
+	case kind == algo.KindLeaky:
 		return bytes.EqualFold(opt, []byte("QUEUE"))
 	}
 	return false

@@ -81,13 +81,3 @@ func benchTat(b *testing.B, decide func(int64, Request, int64) (int64, Decision)
 		}
 	}
 }
-
-func BenchmarkParse(b *testing.B) {
-	args := split("100 60000 COST 2 RATE 50 peek")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Parse(KindToken, args, 100_000); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

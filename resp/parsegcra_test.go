@@ -1,21 +1,23 @@
-package algo
+package resp
 
 import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/algo"
 )
 
 // native is the request ParseGCRA builds for max_burst mb, tokens_per_period n,
 // period p (seconds), TOKENS c and emission interval t (µs).
-func native(mb, n int64, p float64, c, t int64) Request {
-	return Request{Kind: KindGCRA, Limit: mb, Rate: n, Period: p, Burst: mb + 1, Cost: c, Interval: t, Cell: true}
+func native(mb, n int64, p float64, c, t int64) algo.Request {
+	return algo.Request{Kind: algo.KindGCRA, Limit: mb, Rate: n, Period: p, Burst: mb + 1, Cost: c, Interval: t, Cell: true}
 }
 
 func TestParseGCRA(t *testing.T) {
 	for _, c := range []struct {
 		args string
-		want Request
+		want algo.Request
 	}{
 		{"10 5 60", native(10, 5, 60, 1, 12_000_000)},
 		{"5 1 60 TOKENS 3", native(5, 1, 60, 3, 60_000_000)},
@@ -198,8 +200,8 @@ func FuzzParseGCRA(f *testing.F) {
 		}
 		tat := int64(0)
 		for _, now := range []int64{base, base + r.Interval, base + r.Interval*r.Burst} {
-			var d Decision
-			tat, d = GCRA(tat, r, now)
+			var d algo.Decision
+			tat, d = algo.GCRA(tat, r, now)
 			if tat > now+maxSchedule || d.Limit != r.Burst {
 				t.Fatalf("ParseGCRA(%q) at %d: tat %d, %+v", args, now, tat, d)
 			}

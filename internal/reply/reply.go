@@ -1,0 +1,109 @@
+// Package reply holds the error replies with which rlserver refuses a rate-limiting
+// request as given (its arguments, its key, its rules), in the words of
+// docs/commands.md: package resp writes them, and package client recognises them
+// (BadRequest), so both read one list and cannot drift apart.
+//
+// The wire keeps Redis's convention, an "ERR" prefix for every such reply, so that any
+// Redis client reads them; but Redis also answers "ERR" for conditions of the server
+// (max number of clients reached, unknown command on a plain Redis). The reply's
+// leading word cannot tell the two apart, a word search in the text ("must be") is
+// fooled by new wordings, and a new prefix would break Redis clients: the exact set is
+// the one robust test.
+package reply
+
+import "strings"
+
+// Replies with a fixed text.
+const (
+	Syntax      = "ERR syntax error"
+	Limit       = "ERR limit must be an integer between 1 and 1000000000"
+	Window      = "ERR window_ms must be an integer between 1 and 31536000000"
+	Rate        = "ERR rate must be an integer between 1 and 1000000000"
+	Burst       = "ERR burst must be an integer between 1 and 1000000000"
+	Queue       = "ERR queue must be an integer between 0 and 1000000000"
+	MaxBurst    = "ERR max_burst must be an integer between 0 and 1000000000"
+	Count       = "ERR count_per_period must be an integer between 1 and 1000000000"
+	Period      = "ERR period_s must be an integer between 1 and 31536000"
+	Quantity    = "ERR quantity must be an integer between 0 and 1000000000"
+	UnknownKind = "ERR unknown rate limiter kind"
+	AllTooMany  = "ERR RL.ALL takes at most 64 rules"
+	AllUnknown  = "ERR unknown algorithm in RL.ALL: " + AllExpected
+	LeaseMs     = "ERR lease_ms must be an integer between 1 and 31536000000"
+	LeaseID     = "ERR lease id must be 1 to 128 bytes"
+
+	// The 100-year bound on a schedule (algo.CheckSchedule), in each command's terms.
+	BurstSpan    = "ERR burst × window_ms / limit must be at most 100 years"
+	QueueSpan    = "ERR queue × window_ms / limit must be at most 100 years"
+	CostSpan     = "ERR cost × window_ms / limit must be at most 100 years"
+	MaxBurstSpan = "ERR (max_burst + 1) × period_s / count_per_period must be at most 100 years"
+
+	// Redis 8.8's GCRA, in Redis's words (src/gcra.c and the argument helpers of
+	// src/object.c it calls), so that code written against Redis reads the same text;
+	// then rlserver's own bound on the tolerance.
+	GCRAMaxBurst  = "ERR value is out of range, must be positive"
+	GCRANotInt    = "ERR value is not an integer or out of range"
+	GCRAPositive  = "ERR value is out of range, value must between 1 and 9223372036854775807"
+	GCRAFloat     = "ERR value is not a valid float"
+	GCRAPeriod    = "ERR period must be > 0 and < 1e12"
+	GCRAMissing   = "ERR Missing TOKENS value"
+	GCRATokensOvf = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow"
+	GCRABurstOvf  = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow"
+	GCRASpan      = "ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years"
+
+	// The store's refusals of a key or of rules.
+	KeyTooLong = "ERR key is longer than 268435455 bytes"
+	LogLimit   = "ERR RL.LOG limit is above the server's max-log-limit"
+	SameKey    = "ERR RL.ALL names the same key in two rules"
+
+	// AllExpected ends the replies to an unknown RL.ALL algorithm.
+	AllExpected = "expected FIXED, SLIDE, LOG, TOKEN, GCRA or LEAKY"
+)
+
+// The starts of the replies that name a computed bound, an argument or a command.
+const (
+	limitUpTo   = "ERR limit must be an integer between 1 and "
+	costUpTo    = "ERR cost must be an integer between 0 and "
+	arityOf     = "ERR wrong number of arguments for '"
+	unknownAlgo = "ERR unknown algorithm '"
+)
+
+// LimitUpTo is the reply to a limit out of 1..most (RL.LOG, RL.ACQUIRE: the server's
+// max-log-limit).
+func LimitUpTo(most string) string { return limitUpTo + most }
+
+// CostUpTo is the reply to a COST out of 0..most (limit·1000).
+func CostUpTo(most string) string { return costUpTo + most }
+
+// Arity is Redis's reply to a wrong argument count for command, lower case.
+func Arity(command string) string { return arityOf + command + "' command" }
+
+// UnknownAlgorithm is the reply to an RL.ALL whose first word is no algorithm, echoed
+// as Redis echoes an unknown command's name.
+func UnknownAlgorithm(word string) string {
+	return unknownAlgo + word + "' in RL.ALL: " + AllExpected
+}
+
+// fixed is every reply with a fixed text, for BadRequest.
+var fixed = map[string]bool{
+	Syntax: true, Limit: true, Window: true, Rate: true, Burst: true, Queue: true, MaxBurst: true,
+	Count: true, Period: true, Quantity: true, UnknownKind: true, AllTooMany: true, AllUnknown: true,
+	LeaseMs: true, LeaseID: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
+	GCRAMaxBurst: true, GCRANotInt: true, GCRAPositive: true, GCRAFloat: true, GCRAPeriod: true,
+	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true, GCRASpan: true,
+	KeyTooLong: true, LogLimit: true, SameKey: true,
+}
+
+// BadRequest reports whether msg, an error reply without its '-', is one of these:
+// rlserver refusing the request as given, which the same request will meet again,
+// rather than a condition of the server.
+func BadRequest(msg string) bool {
+	switch {
+	case fixed[msg]:
+		return true
+	case strings.HasPrefix(msg, limitUpTo), strings.HasPrefix(msg, costUpTo):
+		return true
+	case strings.HasPrefix(msg, arityOf) && strings.HasSuffix(msg, "' command"):
+		return true
+	}
+	return strings.HasPrefix(msg, unknownAlgo) && strings.HasSuffix(msg, "' in RL.ALL: "+AllExpected)
+}

@@ -1,0 +1,269 @@
+package middleware
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/rlserver/rlserver/client"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	// DefaultTimeout is the budget of all of a request's limiter calls.
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultLogInterval is the least time between two log lines about failures.
+	DefaultLogInterval = 10 * time.Second
+	// DefaultPrefix starts every key the middleware makes.
+	DefaultPrefix = "rl:"
+)
+
+// DefaultHealthPaths returns the paths that bypass the limiter when Config.HealthPaths
+// is nil: "/healthz", "/readyz", "/livez" and "/health". A new slice each call, so
+// that no importer can change what every other Limiter bypasses.
+func DefaultHealthPaths() []string { return []string{"/healthz", "/readyz", "/livez", "/health"} }
+
+// Dimension is one rate limit applied to requests, keyed by what By says. Its keys are
+// Config.Prefix, the name, ':', then the parts in the order user, IP, route, joined
+// by '|' ('|' and '\' within a part escaped by '\'): rl:user:alice,
+// rl:search:203.0.113.7|GET /search. redis-cli finds them with SCAN MATCH 'rl:user:*'.
+type Dimension struct {
+	// Name names the policy in the RateLimit headers and starts the key:
+	// letters, digits, '_', '-' and '.', unique within a Config.
+	Name string
+	// By is what the key is made of, e.g. ByUser or ByIP|ByRoute.
+	By Keys
+	// Limit is the limit of each key.
+	Limit client.Limit
+}
+
+// Concurrency limits the requests in flight per key, keyed by what By says, as a
+// Dimension's keys are (its Name must differ from theirs).
+type Concurrency struct {
+	// Name starts the key: letters, digits, '_', '-' and '.'.
+	Name string
+	// By is what the key is made of, e.g. ByUser or ByIP.
+	By Keys
+	// Limit is the most requests of one key served at once.
+	Limit int
+	// Lease is how long a request's place lasts if it is never given back (its
+	// instance died): a whole number of milliseconds, longer than the slowest request.
+	// A request that runs longer is still served, but its place may be taken.
+	Lease time.Duration
+}
+
+// Config configures a Limiter. Client is required, and Dimensions or Concurrency;
+// every other zero field takes its default.
+type Config struct {
+	// Client makes the calls, on any backend.
+	Client *client.Client
+	// Dimensions are the rate limits, all decided at once. Their order is that of the
+	// RateLimit-Policy and RateLimit items.
+	Dimensions []Dimension
+	// Concurrency, if not nil, limits the requests in flight per key.
+	Concurrency *Concurrency
+	// User returns the request's user key ("" for none): required if a dimension is
+	// ByUser. It runs before your handlers, so it reads what the request carries (a
+	// verified token, an API key), not what later middleware would set.
+	User func(*http.Request) string
+	// Route returns the request's route; nil means the ServeMux pattern (r.Pattern,
+	// set when the Limiter wraps a handler registered on a ServeMux) or else the
+	// method and path. Keep its answers few: each one is a key.
+	Route func(*http.Request) string
+	// TrustedProxies are the CIDRs (or single addresses) of the proxies whose
+	// X-Forwarded-For is believed; nil means none, and the peer's address is the
+	// client's.
+	TrustedProxies []string
+	// HealthPaths bypass the limiter, matched exactly against the URL path; nil means
+	// DefaultHealthPaths(), an empty slice none.
+	HealthPaths []string
+	// Timeout is the budget of all of a request's calls; 0 means DefaultTimeout. It is
+	// their context's deadline, and so their only budget: the Client's own
+	// Options.Timeout applies to calls without a deadline, not to these.
+	Timeout time.Duration
+	// Fallback is what happens when the limiter fails: FallbackOpen (the default),
+	// FallbackClosed or FallbackLocal.
+	Fallback Fallback
+	// FailClosed is Fallback: FallbackClosed, kept for the configurations that set it.
+	FailClosed bool
+	// Logger receives the failure lines; nil means slog.Default().
+	Logger *slog.Logger
+	// LogInterval is the least time between two failure lines; 0 means DefaultLogInterval.
+	LogInterval time.Duration
+	// Prefix starts every key, so limiter keys stay apart from others on a shared
+	// Redis; "" means DefaultPrefix. On a Redis Cluster with more than one dimension,
+	// make it a hash tag such as "{rl}:": one call decides every dimension, and its
+	// keys must share a slot (the limiter's keys then all live on one node).
+	Prefix string
+}
+
+// Fallback is what a Limiter does with a request when the limiter fails.
+type Fallback uint8
+
+// The fallbacks.
+const (
+	FallbackOpen   Fallback = iota // serve the request, unlimited
+	FallbackClosed                 // refuse it: 429, Retry-After: 1
+	FallbackLocal                  // decide it in-process at this replica's share (client.Options.Fallback)
+)
+
+// String is the fallback's name: "open", "closed" or "local".
+func (f Fallback) String() string {
+	switch f {
+	case FallbackOpen:
+		return "open"
+	case FallbackClosed:
+		return "closed"
+	case FallbackLocal:
+		return "local"
+	}
+	return fmt.Sprintf("Fallback(%d)", uint8(f))
+}
+
+// Stats counts the requests a Limiter has seen. Every request is in exactly one of the
+// first five counts.
+type Stats struct {
+	Allowed  uint64 // passed on: every dimension that applies allowed it, and it had a place
+	Limited  uint64 // answered 429 because a dimension denied it
+	Busy     uint64 // answered 429 because its Concurrency key had no place free
+	Bypassed uint64 // health checks, not limited
+	Failed   uint64 // the limiter failed or timed out: served (fail open) or 429 (fail closed)
+	// Degraded counts the requests among Allowed, Limited and Busy that were decided
+	// in-process because the limiter failed (FallbackLocal).
+	Degraded uint64
+}
+
+// New validates cfg and returns a Limiter.
+func New(cfg Config) (*Limiter, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("middleware: Config.Client is required")
+	}
+	if len(cfg.Dimensions) == 0 && cfg.Concurrency == nil {
+		return nil, errors.New("middleware: Config.Dimensions is empty and Config.Concurrency nil: nothing to limit")
+	}
+	l := &Limiter{
+		client:      cfg.Client,
+		user:        cfg.User,
+		route:       cfg.Route,
+		health:      map[string]bool{},
+		timeout:     orDefault(cfg.Timeout, DefaultTimeout),
+		fallback:    cfg.Fallback,
+		log:         cfg.Logger,
+		logInterval: orDefault(cfg.LogInterval, DefaultLogInterval),
+		now:         time.Now,
+		sleep:       sleep,
+	}
+	if cfg.Timeout < 0 || cfg.LogInterval < 0 {
+		return nil, errors.New("middleware: Config.Timeout and Config.LogInterval must not be negative")
+	}
+	switch {
+	case cfg.FailClosed && cfg.Fallback == FallbackOpen:
+		l.fallback = FallbackClosed
+	case cfg.FailClosed && cfg.Fallback != FallbackClosed:
+		return nil, fmt.Errorf("middleware: Config.FailClosed contradicts Config.Fallback %v", cfg.Fallback)
+	case cfg.Fallback > FallbackLocal:
+		return nil, fmt.Errorf("middleware: Config.Fallback %v: want FallbackOpen, FallbackClosed or FallbackLocal", cfg.Fallback)
+	case cfg.Fallback == FallbackLocal && !cfg.Client.HasFallback():
+		return nil, errors.New("middleware: Config.Fallback is FallbackLocal, but the Client has no client.Options.Fallback to decide locally with")
+	}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	if l.route == nil {
+		l.route = defaultRoute
+	}
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if len(cfg.Dimensions) > maxDimensions {
+		return nil, fmt.Errorf("middleware: %d dimensions, at most %d: one call decides them all", len(cfg.Dimensions), maxDimensions)
+	}
+	seen := map[string]bool{}
+	for _, d := range cfg.Dimensions {
+		if err := checkKeyed("dimension", d.Name, d.By, seen, cfg.User != nil); err != nil {
+			return nil, err
+		}
+		if err := d.Limit.Validate(); err != nil {
+			return nil, fmt.Errorf("middleware: dimension %q: %w", d.Name, err)
+		}
+		l.needs |= d.By
+		l.dims = append(l.dims, dimension{Dimension: d, prefix: prefix + d.Name + ":",
+			policy: policyItem(d), item: `"` + d.Name + `";r=`})
+	}
+	if c := cfg.Concurrency; c != nil {
+		if err := checkKeyed("concurrency", c.Name, c.By, seen, cfg.User != nil); err != nil {
+			return nil, err
+		}
+		switch {
+		case c.Limit < 1:
+			return nil, fmt.Errorf("middleware: concurrency %q: Limit must be at least 1, got %d", c.Name, c.Limit)
+		case c.Lease < time.Millisecond || c.Lease > maxLease || c.Lease%time.Millisecond != 0:
+			return nil, fmt.Errorf("middleware: concurrency %q: Lease must be a whole number of milliseconds from 1ms to %v, got %v",
+				c.Name, maxLease, c.Lease)
+		}
+		l.needs |= c.By
+		l.conc = &concurrency{Concurrency: *c, prefix: prefix + c.Name + ":"}
+	}
+	for _, p := range cfg.TrustedProxies {
+		cidr, err := parsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("middleware: trusted proxy %q: not a CIDR or an IP address", p)
+		}
+		l.trusted = append(l.trusted, cidr)
+	}
+	health := cfg.HealthPaths
+	if health == nil {
+		health = DefaultHealthPaths()
+	}
+	for _, p := range health {
+		l.health[p] = true
+	}
+	return l, nil
+}
+
+// Bounds of the configuration: RL.ALL's rules, RL.ACQUIRE's lease_ms.
+const (
+	maxDimensions = 64
+	maxLease      = 365 * 24 * time.Hour
+)
+
+// checkKeyed checks the name and By of a dimension or of the concurrency limit, and
+// records the name in seen: names start the keys, so two alike would share keys.
+func checkKeyed(what, name string, by Keys, seen map[string]bool, haveUser bool) error {
+	switch {
+	case !validName(name):
+		return fmt.Errorf("middleware: %s name %q: use letters, digits, '_', '-' and '.'", what, name)
+	case seen[name]:
+		return fmt.Errorf("middleware: two dimensions are named %q", name)
+	case by == 0 || by&^(ByUser|ByIP|ByRoute) != 0:
+		return fmt.Errorf("middleware: %s %q: By must combine ByUser, ByIP and ByRoute, got %d", what, name, by)
+	case by&ByUser != 0 && !haveUser:
+		return fmt.Errorf("middleware: %s %q is ByUser: Config.User is required", what, name)
+	}
+	seen[name] = true
+	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// validName reports whether s is a dimension name: it goes into a structured-field
+// string and a key unescaped.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

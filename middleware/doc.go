@@ -1,0 +1,67 @@
+// Package middleware rate-limits net/http handlers with package client, and refuses
+// the way the Redis + Lua lab of docs/experiments.md teaches: 429, never a 5xx, with
+// the time to come back.
+//
+// A request is checked against several dimensions, each its own limit and its own
+// key: the user (a function of yours: most precise, but a login endpoint has no user
+// yet), the client IP (protects public endpoints; X-Forwarded-For is read only from
+// trusted proxies), the route (protects what is expensive), or a combination. All of
+// them are decided in one call, all or nothing (client.AllowAll, RL.ALL): a request
+// is served only if every dimension admits it, and a request that one dimension
+// refuses consumes nothing in the others. (On a Redis Cluster, that call's keys must
+// share a slot: see Config.Prefix.)
+//
+// Config.Concurrency adds a limit on the requests in flight per key (client.Acquire,
+// RL.ACQUIRE): a request the rate limits admit takes a lease, and gives it back when
+// the handler returns (or panics). A lease ends by itself after Concurrency.Lease,
+// so an instance that dies mid-request does not keep its places. When every place is
+// taken the request gets a 429 whose body says "concurrency_limited", with the time
+// until the earliest lease ends. The rate dimensions have consumed the request's
+// units by then: RL.ALL cannot take a lease.
+//
+// A denied request gets:
+//
+//	HTTP/1.1 429 Too Many Requests
+//	Retry-After: 1                          seconds, rounded up: never too early
+//	X-RateLimit-Limit: 500
+//	X-RateLimit-Remaining: 0
+//	X-RateLimit-Reset: 1                    seconds until the quota is full again, rounded up
+//	RateLimit-Policy: "user";q=500;w=1
+//	RateLimit: "user";r=0;t=1
+//	Content-Type: application/json
+//
+//	{"error":"rate_limited","retryAfterMs":2}
+//
+// The body holds the exact wait in ms: Retry-After cannot say less than a second, and
+// clients all told "1" would all come back at the same instant. The X-RateLimit
+// fields are the denying dimension's (of several, the one with the longest wait: the
+// request passes only when all admit). An allowed request carries the same
+// informational headers, those of its most restrictive dimension (the least
+// remaining). RateLimit-Policy and RateLimit follow the IETF draft
+// (draft-ietf-httpapi-ratelimit-headers-11, structured fields): one item per dimension,
+// named by the dimension, with q the limit's quota (client.Limit.Quota) and w its
+// window in seconds (left out when the window is not whole seconds: the field has no
+// finer unit); r the remaining quota and t the seconds until it is full again, or,
+// for a dimension that denied, until the request may be retried, as the draft asks
+// (Retry-After is never earlier than the end of t). On a denied request, a dimension
+// that admitted shows the r it would have left, had the request passed.
+//
+// A Leaky dimension shapes rather than refuses: an allowed request waits its turn
+// (client.Result.RetryAfter) before the handler runs, and a client that leaves
+// meanwhile is not served. It holds its concurrency lease while it waits.
+//
+// Health checks bypass the limiter (Config.HealthPaths): a limiter that sheds them gets
+// the node pulled from the load balancer, its load moved to the others, and so on.
+//
+// When the limiter fails (an error, or no answer within Config.Timeout, 50 ms by
+// default), Config.Fallback decides. FallbackOpen (the default) serves the request as
+// if allowed. FallbackClosed refuses it with 429, Retry-After: 1 and the same body
+// (retryAfterMs 1000), without X-RateLimit fields, there being no figures to give.
+// Not 503: that would tell the load balancer this node is sick, when it is the shared
+// limiter that is. FallbackLocal goes on limiting: the Client (made with
+// client.Options.Fallback) decides in-process at this replica's share of each limit,
+// and the request is answered as any other. Failures are counted in Stats and logged
+// at most once per Config.LogInterval, with the count since the last line: a dead
+// limiter under load must not become a flood of log lines; so are local decisions. A
+// request that fails open is served without a concurrency lease.
+package middleware

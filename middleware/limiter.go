@@ -1,0 +1,295 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/client"
+)
+
+// Limiter is the middleware: wrap handlers with Handler. It is safe for concurrent use.
+type Limiter struct {
+	client      *client.Client
+	dims        []dimension
+	conc        *concurrency // nil without Config.Concurrency
+	needs       Keys
+	user        func(*http.Request) string
+	route       func(*http.Request) string
+	trusted     []netip.Prefix
+	health      map[string]bool
+	timeout     time.Duration
+	fallback    Fallback
+	log         *slog.Logger
+	logInterval time.Duration
+
+	// Replaced by tests, which must not sleep.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+
+	allowed, limited, busy, bypassed, failed, degraded atomic.Uint64
+	failedLog, degradedLog                             logThrottle
+}
+
+// logThrottle spaces out the lines about one kind of event: at most one per interval.
+type logThrottle struct {
+	last   atomic.Int64  // unix ns of the last line, 0 before any
+	logged atomic.Uint64 // the events' total as of the last line
+}
+
+// due reports whether a line is due at now (unix ns) with total events so far, and
+// how many came since the last line: the first event is logged at once, the next
+// ones within the interval are counted and reported by the next line.
+func (t *logThrottle) due(now int64, total uint64, interval time.Duration) (uint64, bool) {
+	last := t.last.Load()
+	if last != 0 && now-last < int64(interval) || !t.last.CompareAndSwap(last, now) {
+		return 0, false
+	}
+	return total - t.logged.Swap(total), true
+}
+
+// concurrency is Config.Concurrency with its key prefix made once.
+type concurrency struct {
+	Concurrency
+	prefix string // Config.Prefix + Name + ":"
+}
+
+// dimension is a Dimension with its header text made once.
+type dimension struct {
+	Dimension
+	prefix string // Config.Prefix + Name + ":"
+	policy string // its RateLimit-Policy item
+	item   string // the start of its RateLimit item: "name";r=
+}
+
+func defaultRoute(r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return r.Method + " " + r.URL.Path
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats returns the counts so far.
+func (l *Limiter) Stats() Stats {
+	return Stats{Allowed: l.allowed.Load(), Limited: l.limited.Load(), Busy: l.busy.Load(), Bypassed: l.bypassed.Load(),
+		Failed: l.failed.Load(), Degraded: l.degraded.Load()}
+}
+
+// Handler returns next behind the limiter.
+func (l *Limiter) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, next) })
+}
+
+// decided is one dimension's answer to a request.
+type decided struct {
+	dim *dimension
+	res client.Result
+}
+
+func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if l.health[r.URL.Path] {
+		l.bypassed.Add(1)
+		next.ServeHTTP(w, r)
+		return
+	}
+	var user, ip, route string
+	if l.needs&ByUser != 0 {
+		user = l.user(r)
+	}
+	if l.needs&ByIP != 0 {
+		ip = l.ClientIP(r).String()
+	}
+	if l.needs&ByRoute != 0 {
+		route = l.route(r)
+	}
+
+	// Every dimension with a key applies, is announced in RateLimit-Policy, and is
+	// decided in the one call.
+	var applies []*dimension
+	var rules []client.Rule
+	var policies []string
+	for i := range l.dims {
+		d := &l.dims[i]
+		if key, ok := makeKey(d.prefix, d.By, user, ip, route); ok {
+			applies = append(applies, d)
+			rules = append(rules, client.Rule{Key: key, Limit: d.Limit})
+			policies = append(policies, d.policy)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
+	defer cancel()
+	var answers []decided
+	var failure error
+	degraded := false
+	if len(rules) > 0 {
+		all, err := l.client.AllowAll(ctx, rules...)
+		switch {
+		case err != nil:
+			failure = fmt.Errorf("dimensions %s: %w", names(applies), err)
+		case all.Degraded && l.fallback != FallbackLocal:
+			// The Client decided locally, but this Limiter fails open or closed.
+			failure = fmt.Errorf("dimensions %s: %w", names(applies), client.ErrUnavailable)
+		default:
+			degraded = all.Degraded
+			for i, res := range all.Results {
+				answers = append(answers, decided{applies[i], res})
+			}
+		}
+	}
+
+	h := w.Header()
+	if degraded {
+		l.decidedLocally(r)
+	}
+	if failure != nil {
+		l.fail(r, failure)
+		if l.fallback == FallbackClosed {
+			h.Set("Retry-After", "1")
+			writeDenied(w, "rate_limited", time.Second)
+			return
+		}
+	}
+	if denied, ok := longestDenial(answers); ok {
+		l.limited.Add(1)
+		setHeaders(h, policies, answers, denied)
+		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(denied.res.RetryAfter, time.Second)), 10))
+		writeDenied(w, "rate_limited", denied.res.RetryAfter)
+		return
+	}
+	var wait time.Duration
+	if len(answers) > 0 {
+		setHeaders(h, policies, answers, mostRestrictive(answers))
+		// A Leaky dimension shapes: an allowed request waits its turn in the queue.
+		for _, a := range answers {
+			wait = max(wait, a.res.RetryAfter)
+		}
+	}
+	failed := failure != nil // and served: fail open
+	if l.conc != nil && !failed {
+		var lease *client.Lease
+		var answered bool
+		if lease, failed, answered = l.acquire(ctx, w, r, user, ip, route, degraded); answered {
+			return
+		}
+		// Given back however the handler ends, a panic included, on a context of its
+		// own: the request's may be done. A failed release is not retried, nor
+		// counted (the request already is): the lease ends by itself at its deadline.
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), l.timeout)
+			defer cancel()
+			lease.Release(ctx)
+		}()
+	}
+	cancel() // the limiter's calls are done: no timer through the handler
+	if !failed {
+		l.allowed.Add(1)
+	}
+	if wait > 0 && l.sleep(r.Context(), wait) != nil {
+		return // the client left while waiting
+	}
+	next.ServeHTTP(w, r)
+}
+
+// acquire takes the request's concurrency lease, or answers the request: 429 when
+// the key has no place, or the failure mode's answer. failed reports a failure,
+// counted and logged; answered that the request got its answer. lease is nil when
+// there is none to give back (no key, a failure): Release does nothing on nil.
+func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Request, user, ip, route string, degraded bool) (lease *client.Lease, failed, answered bool) {
+	key, ok := makeKey(l.conc.prefix, l.conc.By, user, ip, route)
+	if !ok {
+		return nil, false, false
+	}
+	lease, err := l.client.Acquire(ctx, key, l.conc.Limit, l.conc.Lease)
+	if err == nil && lease.Degraded && l.fallback != FallbackLocal {
+		lease.Release(ctx)
+		err = client.ErrUnavailable // decided locally, but this Limiter fails open or closed
+	}
+	if err == nil && lease.Degraded && !degraded { // the rate limits' call has counted it already
+		l.decidedLocally(r)
+	}
+	h := w.Header()
+	switch {
+	case err != nil:
+		l.fail(r, fmt.Errorf("concurrency %q: %w", l.conc.Name, err))
+		closed := l.fallback == FallbackClosed
+		if closed {
+			h.Set("Retry-After", "1")
+			writeDenied(w, "rate_limited", time.Second)
+		}
+		return nil, true, closed
+	case !lease.Acquired:
+		l.busy.Add(1)
+		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(lease.RetryAfter, time.Second)), 10))
+		writeDenied(w, "concurrency_limited", lease.RetryAfter)
+		return nil, false, true
+	}
+	return lease, false, false
+}
+
+// names lists the dimensions' names, quoted, for a failure's message.
+func names(dims []*dimension) string {
+	var b strings.Builder
+	for i, d := range dims {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(d.Name))
+	}
+	return b.String()
+}
+
+// longestDenial is, of the answers that denied, the one with the longest wait: the
+// request passes only once every dimension admits it. The first of equals.
+func longestDenial(answers []decided) (decided, bool) {
+	var denied decided
+	found := false
+	for _, a := range answers {
+		if !a.res.Allowed && (!found || a.res.RetryAfter > denied.res.RetryAfter) {
+			denied, found = a, true
+		}
+	}
+	return denied, found
+}
+
+// fail counts a failure and logs it if the last line is LogInterval old: the first
+// failure is logged at once, the next ones within the interval are counted and
+// reported by the next line.
+func (l *Limiter) fail(r *http.Request, err error) {
+	total := l.failed.Add(1)
+	since, ok := l.failedLog.due(l.now().UnixNano(), total, l.logInterval)
+	if !ok {
+		return
+	}
+	l.log.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter failed; requests fail "+l.fallback.String(),
+		slog.String("error", err.Error()), slog.Uint64("failures", since), slog.Uint64("failures_total", total),
+		slog.Duration("interval", l.logInterval))
+}
+
+// decidedLocally counts a request decided in-process, and logs as fail does.
+func (l *Limiter) decidedLocally(r *http.Request) {
+	total := l.degraded.Add(1)
+	since, ok := l.degradedLog.due(l.now().UnixNano(), total, l.logInterval)
+	if !ok {
+		return
+	}
+	l.log.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter unreachable; deciding locally at this replica's share",
+		slog.Uint64("decisions", since), slog.Uint64("decisions_total", total), slog.Duration("interval", l.logInterval))
+}

@@ -1,0 +1,235 @@
+package resp
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/rlserver/rlserver/algo"
+)
+
+// Argument ranges. Every bound keeps the arithmetic far from overflow: limit·1000 and
+// window_ms·1000 fit easily in int64, and CL.THROTTLE's period_s·1e6 stays a year.
+const (
+	maxLimit    = 1_000_000_000  // limit, RATE, BURST, QUEUE, max_burst, count_per_period, quantity
+	maxWindowMs = 31_536_000_000 // window_ms: one year
+	maxPeriodS  = 31_536_000     // period_s: one year
+	costPerUnit = 1000           // COST may reach limit·1000
+)
+
+// ParseRequest reads the arguments of an RL.* command or CL.THROTTLE that follow the
+// key (positional, then options in any order, case-insensitive, the last of a repeated
+// option winning) and validates them. Errors are Redis error replies, whole, e.g.
+// "ERR limit must be an integer between 1 and 1000000000".
+//
+// RL.* take limit and window_ms, then COST n and PEEK, plus RATE r (RL.TOKEN), BURST b
+// (RL.GCRA) or QUEUE q (RL.LEAKY); any other option is "ERR syntax error". RL.LOG's limit
+// is at most maxLogLimit (capped at 1e9). CL.THROTTLE takes max_burst (0..1e9),
+// count_per_period (1..1e9), period_s (1..31536000, a year) and an optional quantity
+// (0..1e9, default 1), and no options: like redis-cell, any other count of arguments is
+// an arity error. Integers are spelled as Redis reads them: optional '-', no '+', no
+// leading zeros, no spaces.
+func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Request, error) {
+	switch {
+	case kind == algo.KindThrottle:
+		return parseThrottle(args)
+	case kind < algo.KindFixed || kind > algo.KindThrottle:
+		return algo.Request{}, errUnknownKind
+	case len(args) < 2:
+		return algo.Request{}, arityError(kind)
+	}
+	r := algo.Request{Kind: kind, Cost: 1}
+	maxL := int64(maxLimit)
+	if kind == algo.KindLog {
+		maxL = min(maxLogLimit, maxLimit)
+	}
+	var ok bool
+	if r.Limit, ok = parseRange(args[0], 1, maxL); !ok {
+		if kind == algo.KindLog {
+			return algo.Request{}, limitError(maxL)
+		}
+		return algo.Request{}, errLimit
+	}
+	ms, ok := parseRange(args[1], 1, maxWindowMs)
+	if !ok {
+		return algo.Request{}, errWindow
+	}
+	r.Window = ms * 1000
+
+	for i := 2; i < len(args); i++ {
+		opt := args[i]
+		if bytes.EqualFold(opt, []byte("PEEK")) {
+			r.Peek = true
+			continue
+		}
+		var dst *int64
+		var lo, hi int64
+		var bad error
+		switch {
+		case bytes.EqualFold(opt, []byte("COST")):
+			dst, lo, hi = &r.Cost, 0, r.Limit*costPerUnit
+		case kind == algo.KindToken && bytes.EqualFold(opt, []byte("RATE")):
+			dst, lo, hi, bad = &r.Rate, 1, maxLimit, errRate
+		case kind == algo.KindGCRA && bytes.EqualFold(opt, []byte("BURST")):
+			dst, lo, hi, bad = &r.Burst, 1, maxLimit, errBurst
+		case kind == algo.KindLeaky && bytes.EqualFold(opt, []byte("QUEUE")):
+			dst, lo, hi, bad = &r.Queue, 0, maxLimit, errQueue
+		default:
+			return algo.Request{}, errBadSyntax
+		}
+		if i+1 == len(args) {
+			return algo.Request{}, errBadSyntax // the option's value is missing
+		}
+		i++
+		if *dst, ok = parseRange(args[i], lo, hi); !ok {
+			if bad == nil {
+				return algo.Request{}, costError(hi)
+			}
+			return algo.Request{}, bad
+		}
+	}
+	return r, scheduleError(r, r.CheckSchedule())
+}
+
+// parseThrottle reads CL.THROTTLE's max_burst count_per_period period_s [quantity].
+func parseThrottle(args [][]byte) (algo.Request, error) {
+	if len(args) != 3 && len(args) != 4 {
+		return algo.Request{}, arityError(algo.KindThrottle)
+	}
+	r := algo.Request{Kind: algo.KindThrottle, Cost: 1, Cell: true}
+	var ok bool
+	if r.Limit, ok = parseRange(args[0], 0, maxLimit); !ok {
+		return algo.Request{}, errMaxBurst
+	}
+	if r.Rate, ok = parseRange(args[1], 1, maxLimit); !ok {
+		return algo.Request{}, errCount
+	}
+	period, ok := parseRange(args[2], 1, maxPeriodS)
+	if !ok {
+		return algo.Request{}, errPeriod
+	}
+	r.Window = period * 1_000_000
+	if len(args) == 4 {
+		if r.Cost, ok = parseRange(args[3], 0, maxLimit); !ok {
+			return algo.Request{}, errQuantity
+		}
+	}
+	return r, scheduleError(r, r.CheckSchedule())
+}
+
+// ParseGCRA reads the arguments after the key of Redis 8.8's native command,
+// GCRA key max_burst tokens_per_period period [TOKENS n], and checks them as Redis's
+// gcraCommand does, in its order and with its error texts: max_burst 0 to 2^63-1,
+// tokens_per_period and n 1 to 2^63-1 (integers as Redis reads them, see parseRange),
+// period a float as Redis reads one (parseRedisDouble), 0 < period < 1e12 seconds, the
+// one option TOKENS (any case; any other word is a syntax error). The request, with
+// Redis's overflow checks and rlserver's bound of 100 years, is algo.NativeGCRA's.
+func ParseGCRA(args [][]byte) (algo.Request, error) {
+	if len(args) < 3 || len(args) > 5 {
+		return algo.Request{}, errGCRAArity
+	}
+	r := algo.Request{Kind: algo.KindGCRA, Cost: 1, Cell: true}
+	var ok bool
+	if r.Limit, ok = parseInt64(args[0]); !ok || r.Limit < 0 {
+		return algo.Request{}, errGCRAMaxBurst
+	}
+	if r.Rate, ok = parseInt64(args[1]); !ok {
+		return algo.Request{}, errGCRANotInt
+	} else if r.Rate < 1 {
+		return algo.Request{}, errGCRAPositive
+	}
+	if r.Period, ok = parseRedisDouble(args[2]); !ok {
+		return algo.Request{}, errGCRAFloat
+	}
+	if !(r.Period > 0 && r.Period < 1e12) {
+		return algo.Request{}, errGCRAPeriod
+	}
+	if len(args) > 3 {
+		switch {
+		case !bytes.EqualFold(args[3], []byte("TOKENS")):
+			return algo.Request{}, errBadSyntax
+		case len(args) == 4:
+			return algo.Request{}, errGCRAMissing
+		}
+		if r.Cost, ok = parseInt64(args[4]); !ok {
+			return algo.Request{}, errGCRANotInt
+		} else if r.Cost < 1 {
+			return algo.Request{}, errGCRAPositive
+		}
+	}
+	native, err := algo.NativeGCRA(r.Limit, r.Rate, r.Period, r.Cost)
+	if err != nil {
+		return algo.Request{}, scheduleError(r, err)
+	}
+	return native, nil
+}
+
+// parseInt64 parses b as Redis's string2ll does: an optional '-', then decimal digits
+// without a leading zero ("0" alone excepted), within int64; no '+', no spaces.
+func parseInt64(b []byte) (int64, bool) {
+	digits := bytes.TrimPrefix(b, []byte("-"))
+	if len(digits) == 0 || digits[0] < '0' || digits[0] > '9' || digits[0] == '0' && len(b) > 1 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	return v, err == nil
+}
+
+// parseRedisDouble parses b as Redis's string2d does: C's strtod over the whole
+// argument, refusing an empty one, leading white space, anything left over, overflow
+// to ±Inf, underflow to 0 and NaN. strtod's syntax is Go's but for two things that
+// are handled here: a hexadecimal number needs no binary exponent ("0x10" is 16), and
+// Go's digit separators ("1_000") are not numbers to C. "inf" and "infinity" (any case,
+// signed) are numbers to both.
+func parseRedisDouble(b []byte) (float64, bool) {
+	s := string(b)
+	if s == "" || strings.ContainsRune(s, '_') {
+		return 0, false
+	}
+	unsigned := strings.TrimLeft(s, "+-")
+	hex := len(unsigned) > 1 && unsigned[0] == '0' && (unsigned[1] == 'x' || unsigned[1] == 'X')
+	mantissa, exp := unsigned, "eE"
+	if hex {
+		mantissa, exp = unsigned[2:], "pP"
+		if !strings.ContainsAny(mantissa, exp) {
+			s += "p0"
+		}
+	}
+	if i := strings.IndexAny(mantissa, exp); i >= 0 {
+		mantissa = mantissa[:i]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil, math.IsNaN(v): // overflow is an error here too
+		return 0, false
+	case v == 0 && strings.Trim(mantissa, "0.") != "":
+		return 0, false // a nonzero number that underflowed: strtod's ERANGE with 0
+	}
+	return v, true
+}
+
+// parseRange parses b as Redis parses an integer argument and reports whether it is
+// one within [lo, hi]. hi must be below 1e18, so 18 digits never overflow.
+func parseRange(b []byte, lo, hi int64) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	digits := b
+	if neg {
+		digits = b[1:]
+	}
+	// No digit, a leading zero ("0" alone excepted) or more digits than any bound has.
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var v int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, v >= lo && v <= hi
+}
