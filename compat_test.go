@@ -1097,11 +1097,13 @@ var memoryTargets = map[algo.Kind]float64{algo.KindLog: 1.0 / 4, algo.KindLease:
 // TestMemoryPerUser measures memory per user as a user would (issue 13): for one
 // algorithm at a time it starts a fresh redis-server (running the reference scripts)
 // and a fresh rlserver, both with default flags, reads each process's RSS, loads the
-// same users with one pipelined call each (RL.TOKEN user:%08d 10 3600000 and its
+// same users with one pipelined call each (RL.TOKEN user:%08d 10 86400000 and its
 // twins: the issue's call was RL.TOKEN user:%08d 100 600000, but a key of that is
 // fresh again, and gone, 6 s after its one call, sooner than a million load on a busy
-// machine; the log: a tenth of the users, 100 entries 30 s apart in a 1-hour window;
-// leases: a tenth of the users, 10 one-hour leases each with generated ids), waits a second and reads RSS again. The headline is that growth per user, with no
+// machine, and an RL.FIXED window of an hour ends on the hour, which a 10M load of
+// minutes may cross; the log: a tenth of the users, 100 entries 30 s apart in a 1-hour
+// window; leases: a tenth of the users, 10 one-hour leases each with generated ids),
+// waits a second and reads RSS again. The headline is that growth per user, with no
 // MEMORY PURGE on either side: what the OS charges for the users. Beside it, the
 // breakdown: Redis's used_memory, rlserver's store (used_memory_dataset, the bytes
 // -maxmemory bounds) and Go heap (used_memory).
@@ -1172,7 +1174,7 @@ func measureMemory(t *testing.T, k algo.Kind) perUser {
 			bulk(t, s, users, keyed([]string{"RL.ACQUIRE", "", "10", "3600000"}, 1))
 		}
 	default:
-		req := lab.Request(k, 10, 3_600_000)
+		req := lab.Request(k, 10, 86_400_000)
 		eval := append([]string{"EVALSHA", lua.Named(k.Command()).SHA1, "1", ""}, words(lua.Args(req))...)
 		bulk(t, r, users, keyed(eval, 3))
 		bulk(t, s, users, keyed(words(lab.Command(req, "", nil)), 1))
