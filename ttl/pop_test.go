@@ -142,24 +142,6 @@ func TestBytesToSchedule(t *testing.T) {
 	}
 }
 
-func BenchmarkEarliest(b *testing.B) {
-	var w Wheel
-	w.Advance(t0, func(uint32) {})
-	rng := rand.New(rand.NewPCG(1, 2))
-	const n = 1 << 20
-	for id := uint32(1); id <= n; id++ {
-		w.Schedule(id, t0+1+rng.Int64N(hour))
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		id, d, ok := pop(&w)
-		if !ok {
-			b.Fatal("empty")
-		}
-		w.Schedule(id, d+hour+int64(i)) // keep the wheel full
-	}
-}
-
 // pop returns the earliest id, as Earliest, and unschedules it, as the store does
 // with the key it evicts.
 func pop(w *Wheel) (uint32, int64, bool) {
