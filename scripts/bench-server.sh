@@ -23,7 +23,7 @@ done
 [ -x bin/rlserver ] || go build -o bin/rlserver ./cmd/rlserver
 
 tmp=$(mktemp -d)
-# rlbench prints each command's reference script (lua.Scripts), as package lua builds it.
+# rlbench prints each command's reference script (lua.Named), as package lua builds it.
 go build -o "$tmp/rlbench" ./cmd/rlbench || { rm -rf "$tmp"; exit 1; }
 cleanup() {
   redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
@@ -82,7 +82,7 @@ for algo in $ALGOS; do
       lua_args=(100 1000 1 0)
       case $algo in token | gcra | leaky) lua_args+=(0) ;; esac ;;
   esac
-  # -x sends the source whole (its last newline too): the SHA1 is lua.Scripts' one. With
+  # -x sends the source whole (its last newline too): the SHA1 is lua.Named's one. With
   # pipefail an unknown name stops the run, rlbench saying which names it knows.
   sha=$("$tmp/rlbench" script "$script" | redis-cli -p "$REDIS_PORT" -x script load)
   check "$RL_PORT" "${rl_cmd[@]}"
