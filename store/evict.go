@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 )
 
@@ -76,7 +77,7 @@ func (sh *shard) growthFor(p placement) int64 {
 	s := &sh.slabs[p.rec]
 	n := s.growth()
 	if s.free == 0 {
-		n += s.wheel.BytesToSchedule(uint32(max(s.n, 1))>>groupShift + 1)
+		n += sh.wheels[p.rec].BytesToSchedule(uint32(max(s.n, 1))>>groupShift + 1)
 	}
 	if (sh.index.used+1)*maxLoadDen > len(sh.index.buckets)*maxLoadNum {
 		n += int64(max(minBuckets, len(sh.index.buckets)+len(sh.index.buckets)/4)-len(sh.index.buckets)) * 8
@@ -98,23 +99,22 @@ func (sh *shard) growthFor(p placement) int64 {
 func (sh *shard) evictOne(now int64) bool {
 	for {
 		best, bestID, bestAt := -1, uint32(0), int64(0)
-		for c := range sh.slabs {
-			if s := &sh.slabs[c]; s.n > 0 {
-				if id, d, ok := s.wheel.Earliest(); ok && (best < 0 || d < bestAt) {
-					best, bestID, bestAt = c, id, d
-				}
+		for used := sh.inUse; used != 0; used &= used - 1 {
+			c := bits.TrailingZeros16(used)
+			if id, d, ok := sh.wheels[c].Earliest(); ok && (best < 0 || d < bestAt) {
+				best, bestID, bestAt = c, id, d
 			}
 		}
 		if best < 0 {
 			return false
 		}
-		s := &sh.slabs[best]
+		s, w := &sh.slabs[best], &sh.wheels[best]
 		first, second := s.earliest(bestID)
 		switch {
 		case first == 0:
-			s.wheel.Cancel(bestID)
+			w.Cancel(bestID)
 		case s.record(first).deadline() > bestAt:
-			s.wheel.Schedule(bestID, s.record(first).deadline())
+			w.Schedule(bestID, s.record(first).deadline())
 		default:
 			deadline := s.record(first).deadline()
 			sh.removeSlot(uint32(best)<<slotClassShift | first)
@@ -124,9 +124,9 @@ func (sh *shard) evictOne(now int64) bool {
 				sh.evicted++
 			}
 			if second == 0 {
-				s.wheel.Cancel(bestID)
+				w.Cancel(bestID)
 			} else {
-				s.wheel.Schedule(bestID, s.record(second).deadline())
+				w.Schedule(bestID, s.record(second).deadline())
 			}
 			return true
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/offheap"
-	"github.com/rlserver/rlserver/ttl"
 )
 
 // A key's record holds its state, its deadline and, when the key is short, the key
@@ -107,18 +106,14 @@ const spillClass = 1
 // maxInlineKey is the longest key a record holds itself.
 const maxInlineKey = 64 - 26
 
-// slab is one class's records, mapped off the Go heap, with the timing wheel of their
-// deadlines.
+// slab is one class's records, mapped off the Go heap. Its timing wheel is the shard's
+// (shard.wheels), kept apart so that a lookup's cache lines hold the slabs alone.
 type slab struct {
 	words    []uint64 // record i starts at words[i*wordsPer]; record 0 is never used
 	wordsPer int
 	form     uint8
 	n        int    // records handed out, record 0 included; free ones among them
 	free     uint32 // first free record, 0 if none; a free record's first word is the next
-	// wheel has one id per group of 1<<groupShift records (id = i>>groupShift + 1),
-	// scheduled no later than the group's earliest deadline (shard.schedule).
-	wheel  ttl.Wheel
-	expire func(id uint32) // the wheel's callback: shard.expireGroup for this slab
 }
 
 // live reports whether the record holds a key.
@@ -321,15 +316,11 @@ func (s *slab) release(i uint32) {
 	s.free = i
 }
 
-// drop unmaps the records and the wheel's arrays.
+// drop unmaps the records.
 func (s *slab) drop() {
 	offheap.Free(s.words)
-	s.wheel.Release()
 	s.words, s.n, s.free = nil, 0, 0
 }
-
-// bytes is the memory the slab holds.
-func (s *slab) bytes() int64 { return int64(cap(s.words))*8 + s.wheel.Bytes() }
 
 // group returns the numbers of the records in group id: [first, end).
 func (s *slab) group(id uint32) (uint32, uint32) {
