@@ -38,17 +38,11 @@ type churnResult struct {
 func runChurn(ctx context.Context, cfg config, w io.Writer) (churnResult, error) {
 	res := churnResult{Users: cfg.users, Life: cfg.churnLife}
 	res.Rate = max(1, int(float64(cfg.users)/cfg.churnLife.Seconds()))
-	dir, err := os.MkdirTemp("", "rlbench-churn-")
+	dir, bin, err := rlserverIn(ctx, cfg.rlserverBin, "churn")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	bin := cfg.rlserverBin
-	if bin == "" {
-		if bin, err = buildRLServer(ctx, dir); err != nil {
-			return res, err
-		}
-	}
 	p, err := launch.RLServer(bin, dir, "-loglevel", "WARN")
 	if err != nil {
 		return res, err

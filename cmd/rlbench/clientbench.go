@@ -74,17 +74,12 @@ func runClientBench(ctx context.Context, args []string, w io.Writer) error {
 			modes = append(modes, clientMode{name: fmt.Sprintf("batched, %d lanes", n), batch: client.Batch{Lanes: n}})
 		}
 	}
-	dir, err := os.MkdirTemp("", "rlbench-client-")
+	dir, binary, err := rlserverIn(ctx, *bin, "client")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if *bin == "" {
-		if *bin, err = buildRLServer(ctx, dir); err != nil {
-			return err
-		}
-	}
-	server, err := launch.RLServer(*bin, dir, "-loglevel", "WARN")
+	server, err := launch.RLServer(binary, dir, "-loglevel", "WARN")
 	if err != nil {
 		return err
 	}

@@ -179,16 +179,9 @@ func freshServers(ctx context.Context, cfg config, e *env) (func() (*env, error)
 			return &env{targets: e.targets}, nil
 		}, func() {}, nil
 	}
-	dir, err := os.MkdirTemp("", "rlbench-memory-")
+	dir, bin, err := rlserverIn(ctx, cfg.rlserverBin, "memory")
 	if err != nil {
 		return nil, nil, err
-	}
-	bin := cfg.rlserverBin
-	if bin == "" {
-		if bin, err = buildRLServer(ctx, dir); err != nil {
-			os.RemoveAll(dir)
-			return nil, nil, err
-		}
 	}
 	return func() (*env, error) {
 		raddr, stopRedis, err := startRedis()

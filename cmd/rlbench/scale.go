@@ -84,17 +84,11 @@ func runScale(ctx context.Context, cfg config, w io.Writer) (scaleResult, error)
 	res := scaleResult{Clients: cfg.scaleClients, Depth: cfg.scaleDepth, Keys: cfg.scaleKeys, Rounds: cfg.scaleRounds,
 		Seconds: cfg.scaleTime.Seconds(), CPUs: runtime.NumCPU(),
 		Command: fmt.Sprintf("rl.token %d per %d ms", scaleRequest.Limit, scaleRequest.Window/1000)}
-	dir, err := os.MkdirTemp("", "rlbench-scale-")
+	dir, bin, err := rlserverIn(ctx, cfg.rlserverBin, "scale")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	bin := cfg.rlserverBin
-	if bin == "" {
-		if bin, err = buildRLServer(ctx, dir); err != nil {
-			return res, err
-		}
-	}
 	var s stopper
 	defer s.stop()
 	starts := []struct {
@@ -257,14 +251,20 @@ func (s *stopper) stop() {
 	}
 }
 
-// buildRLServer builds cmd/rlserver into dir, for the experiments that run rlserver
-// as a process of its own, as deployed.
-func buildRLServer(ctx context.Context, dir string) (string, error) {
-	bin, err := launch.BuildRLServer(ctx, dir)
-	if err != nil {
-		return "", fmt.Errorf("%w (or give -rlserver-bin)", err)
+// rlserverIn makes a temporary directory for an experiment that runs rlserver as a
+// process of its own, as deployed, and returns it with the binary to run: bin
+// (-rlserver-bin), or cmd/rlserver built into the directory. The caller removes dir.
+func rlserverIn(ctx context.Context, bin, experiment string) (dir, binary string, err error) {
+	if dir, err = os.MkdirTemp("", "rlbench-"+experiment+"-"); err != nil {
+		return "", "", err
 	}
-	return bin, nil
+	if bin == "" {
+		if bin, err = launch.BuildRLServer(ctx, dir); err != nil {
+			os.RemoveAll(dir)
+			return "", "", fmt.Errorf("%w (or give -rlserver-bin)", err)
+		}
+	}
+	return dir, bin, nil
 }
 
 // startRLServers starts n rlserver processes (built from cmd/rlserver: the scale
