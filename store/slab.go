@@ -104,7 +104,7 @@ var slabClasses = [...]struct {
 const spillClass = 1
 
 // maxInlineKey is the longest key a record holds itself.
-const maxInlineKey = 64 - 26
+const maxInlineKey = 64 - int(unsafe.Offsetof(wideRecord{}.key))
 
 // slab is one class's records, mapped off the Go heap. Its timing wheel is the shard's
 // (shard.wheels), kept apart so that a lookup's cache lines hold the slabs alone.
