@@ -84,12 +84,7 @@ var connCommands = []*command{
 				summary: "Describe every connection, one line each.",
 				group:   groupConnection, complexity: "O(n) in the connections",
 				args: []arg{
-					{name: "client-type", typ: "oneof", token: "TYPE", optional: true, args: []arg{
-						{name: "normal", typ: "pure-token", token: "NORMAL"},
-						{name: "master", typ: "pure-token", token: "MASTER"},
-						{name: "replica", typ: "pure-token", token: "REPLICA"},
-						{name: "pubsub", typ: "pure-token", token: "PUBSUB"},
-					}},
+					clientTypeArg,
 					{name: "client-id", typ: "integer", token: "ID", optional: true, multiple: true},
 				},
 				run: cmdClientList,
@@ -116,12 +111,7 @@ var connCommands = []*command{
 				summary: "Close connections: by TYPE (normal, pubsub, replica, master), ID or ADDR, the caller's own unless SKIPME yes; answer how many.",
 				group:   groupConnection, complexity: "O(n) in the connections",
 				args: []arg{
-					{name: "client-type", typ: "oneof", token: "TYPE", optional: true, args: []arg{
-						{name: "normal", typ: "pure-token", token: "NORMAL"},
-						{name: "master", typ: "pure-token", token: "MASTER"},
-						{name: "replica", typ: "pure-token", token: "REPLICA"},
-						{name: "pubsub", typ: "pure-token", token: "PUBSUB"},
-					}},
+					clientTypeArg,
 					{name: "client-id", typ: "integer", token: "ID", optional: true},
 					{name: "ip:port", typ: "string", token: "ADDR", optional: true},
 					{name: "yes/no", typ: "string", token: "SKIPME", optional: true},
@@ -135,3 +125,11 @@ var connCommands = []*command{
 		},
 	},
 }
+
+// clientTypeArg is the TYPE filter CLIENT LIST and CLIENT KILL share.
+var clientTypeArg = arg{name: "client-type", typ: "oneof", token: "TYPE", optional: true, args: []arg{
+	{name: "normal", typ: "pure-token", token: "NORMAL"},
+	{name: "master", typ: "pure-token", token: "MASTER"},
+	{name: "replica", typ: "pure-token", token: "REPLICA"},
+	{name: "pubsub", typ: "pure-token", token: "PUBSUB"},
+}}
