@@ -100,7 +100,7 @@ func (sh *shard) evictOne(now int64) bool {
 	for {
 		best, bestID, bestAt := -1, uint32(0), int64(0)
 		for used := sh.inUse; used != 0; used &= used - 1 {
-			c := bits.TrailingZeros16(used)
+			c := bits.TrailingZeros32(used)
 			if id, d, ok := sh.wheels[c].Earliest(); ok && (best < 0 || d < bestAt) {
 				best, bestID, bestAt = c, id, d
 			}

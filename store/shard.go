@@ -19,7 +19,7 @@ type shard struct {
 	mu           sync.Mutex
 	index        index
 	slabs        [len(slabClasses)]slab
-	inUse        uint16 // bit c: slab c has records, and its wheel runs
+	inUse        uint32 // bit c: slab c has records, and its wheel runs
 	live         int
 	chunks       chunks
 	tick         int64           // the ms the wheels were last advanced to
@@ -75,7 +75,7 @@ func (sh *shard) advance(now int64) {
 func (sh *shard) advanceWheels(now int64) {
 	sh.expireAt = now
 	for used := sh.inUse; used != 0; used &= used - 1 {
-		c := bits.TrailingZeros16(used)
+		c := bits.TrailingZeros32(used)
 		sh.wheels[c].Advance(now, sh.expire[c])
 	}
 }
@@ -230,12 +230,12 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 	if d.Write && d.FreshAt <= now {
 		sh.removeFresh(pos, slot)
 	} else if d.Write {
-		if pos >= 0 && !sh.at(slot).holds(a, b) {
+		if pos >= 0 && !sh.at(slot).holds(a, b, d.FreshAt) {
 			sh.remove(pos, slot) // a state its record's form cannot hold: a wide record will
 			pos = -1
 		}
 		if pos < 0 {
-			p := placementFor(len(key), r.Kind, a, b, 0)
+			p := placementFor(len(key), r.Kind, a, b, d.FreshAt, 0)
 			if err := sh.makeRoom(p, now); err != nil {
 				return algo.Decision{}, false, err
 			}
@@ -266,7 +266,7 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 		return d, nil
 	}
 	if pos < 0 {
-		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, 0, 0, logSize(entries, entries[0].TS)), now); err != nil {
+		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, 0, 0, 0, logSize(entries, entries[0].TS)), now); err != nil {
 			return d, err
 		}
 	}
@@ -290,7 +290,7 @@ func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries 
 func (sh *shard) placeTail(key []byte, tag uint32, pos int, slot uint32, kind algo.Kind, base int64, size int, freshAt int64) []byte {
 	need := len(key) + size
 	if pos < 0 {
-		slot = sh.create(key, tag, kind, placementFor(len(key), kind, 0, 0, size))
+		slot = sh.create(key, tag, kind, placementFor(len(key), kind, 0, 0, 0, size))
 	}
 	e := sh.at(slot)
 	c, chunk, _ := e.spill()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -18,18 +19,27 @@ func TestRecordsOfEveryStride(t *testing.T) {
 	var keys []string
 	deadline := map[string]int64{}
 	for n := range maxInlineKey + 10 {
-		for i, kind := range []algo.Kind{algo.KindGCRA, algo.KindToken, algo.KindFixed} { // every form
-			key := string(bytes.Repeat([]byte{"aA0"[i] + byte(n%26)}, n))
+		for i, c := range []struct {
+			kind algo.Kind
+			long int64 // added to the window
+		}{
+			{algo.KindGCRA, 0}, {algo.KindToken, 0}, {algo.KindFixed, 0}, {algo.KindSlide, 0},
+			{algo.KindToken, 20 * 60 * sec}, // fills up again after 17.9 min: a wide record
+		} { // every form
+			key := string(bytes.Repeat([]byte{"aA0!~"[i] + byte(n%26)}, n))
 			if n == 0 && i > 0 {
 				continue // one empty key
 			}
-			window := int64(n+1)*10*ms + int64(i)*3*ms
-			if _, err := s.Do([]byte(key), request(kind, 1, window), t0); err != nil {
+			window := int64(n+1)*10*ms + int64(i)*3*ms + c.long
+			if _, err := s.Do([]byte(key), request(c.kind, 1, window), t0); err != nil {
 				t.Fatal(err)
 			}
 			ttl, ok := s.TTL([]byte(key), t0)
+			if c.kind == algo.KindSlide {
+				window *= 2 // fresh at the end of the next window
+			}
 			if !ok || ttl <= 0 || ttl > window+1 {
-				t.Fatalf("TTL of a new %d-byte %s key = %d, %v; want within its %d µs window", n, kind, ttl, ok, window)
+				t.Fatalf("TTL of a new %d-byte %s key = %d, %v; want within %d µs", n, c.kind, ttl, ok, window)
 			}
 			keys = append(keys, key)
 			deadline[key] = t0 + ttl
@@ -116,8 +126,39 @@ func TestFixedRecordOutgrown(t *testing.T) {
 	}
 	sh := &s.shards[0]
 	sh.each(func(slot uint32, e entry) {
-		if a, b := e.state(); e.f != nil || a != uint64(late/ms) || b != 2 {
+		if a, b := e.state(); e.form != formWide || a != uint64(late/ms) || b != 2 {
 			t.Fatalf("record of form %d holds %d, %d; want a wide record with %d, 2", slabClasses[slot>>slotClassShift].form, a, b, late/ms)
 		}
 	})
+}
+
+// States on both sides of each compact form's limits, and times before 2020 and past
+// 2055, where a bucket record cannot hold a refill time: keys move between compact
+// and wide records and every answer, TTL and kind stays the model's.
+func TestCompactFormLimits(t *testing.T) {
+	const minute = 60 * sec
+	windows := map[algo.Kind][]int64{
+		algo.KindToken: {sec, 17 * minute, 18 * minute, 24 * 60 * minute}, // fills again within 2^30 µs or not
+		algo.KindSlide: {ms, sec, maxSlideSpan * ms, (maxSlideSpan + 1) * ms, 365 * 24 * 60 * minute},
+	} // RL.FIXED's limit is past 2^53 µs: TestFixedRecordOutgrown
+	for kind, ws := range windows {
+		t.Run(kind.String(), func(t *testing.T) {
+			c := newChecker(t, Config{Shards: 1})
+			rng := rand.New(rand.NewPCG(uint64(kind), 13))
+			forms := map[uint8]bool{}
+			for _, start := range []int64{1e12, t0, bucketEpoch + maxBucketTS - 2*sec} {
+				now := start
+				for range 3000 {
+					key := fmt.Sprintf("k%d", rng.IntN(8))
+					r := request(kind, 1+rng.Int64N(3), ws[rng.IntN(len(ws))])
+					now += rng.Int64N(5 * ms)
+					c.do(key, r, now)
+					c.s.shards[0].each(func(_ uint32, e entry) { forms[e.form] = true })
+				}
+			}
+			if want := compactForms[kind]; !forms[want] || !forms[formWide] {
+				t.Fatalf("records of forms %v, want both %d and wide", forms, want)
+			}
+		})
+	}
 }

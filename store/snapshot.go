@@ -334,13 +334,13 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 		if !sr.upsert {
 			return 0, false, fmt.Errorf("duplicate key %q", key)
 		}
-		if e := sh.at(slot); e.kind() == kind && !hasTail(kind) && e.holds(a, b) { // a replica's usual update: in place
+		if e := sh.at(slot); e.kind() == kind && !hasTail(kind) && e.holds(a, b, deadline) { // a replica's usual update: in place
 			sh.put(slot, a, b, deadline)
 			return pos, false, nil
 		}
 		sh.remove(p, slot)
 	}
-	slot := sh.create(key, tag, kind, placementFor(len(key), kind, a, b, len(tail)))
+	slot := sh.create(key, tag, kind, placementFor(len(key), kind, a, b, deadline, len(tail)))
 	if hasTail(kind) {
 		copy(sh.tailRoom(sh.at(slot), len(tail)), tail)
 	}

@@ -456,9 +456,9 @@ func TestMemoryUsage(t *testing.T) {
 	if _, err := s.Do(key16, request(algo.KindToken, 10, sec), t0); err != nil {
 		t.Fatal(err)
 	}
-	// 48 (a record with 22 bytes of key room) + 8*16 buckets/1 key (index) + 16/16 (the group's wheel id)
-	if got, ok := s.MemoryUsage(key16, t0); !ok || got != 48+128+1 {
-		t.Fatalf("MemoryUsage = %d, %v; want %d", got, ok, 48+128+1)
+	// 40 (a bucket record with 21 bytes of key room) + 8*16 buckets/1 key (index) + 16/16 (the group's wheel id)
+	if got, ok := s.MemoryUsage(key16, t0); !ok || got != 40+128+1 {
+		t.Fatalf("MemoryUsage = %d, %v; want %d", got, ok, 40+128+1)
 	}
 	// A key too long for any record's room: a 40-byte record and a chunk.
 	long := bytes.Repeat([]byte("k"), maxInlineKey+1)
