@@ -173,23 +173,51 @@ func decodeLog(src []byte, base int64, entries []algo.LogEntry) ([]algo.LogEntry
 	}
 	entries = append(entries, first)
 	prev := base
+	if !ext { // the common case, while 8 whole bytes remain: no ext part, no padding
+		pos, n := r.pos, uint(len(src))
+		for pos>>3+8 <= n {
+			w := binary.BigEndian.Uint64(src[pos>>3:pos>>3+8]) << (pos & 7)
+			if q := uint(bits.LeadingZeros64(^w)); q >= riceEscape || q+1+k > 57 {
+				r.pos = pos
+				prev += int64(r.longStep(q, k))
+				entries = append(entries, algo.LogEntry{TS: prev, Cost: 1})
+				pos = r.pos
+				continue
+			}
+			// The codes within w, one at least: past avail, w's bits are 0 and stop q.
+			for avail := 64 - pos&7; ; {
+				q := uint(bits.LeadingZeros64(^w))
+				l := q + 1 + k
+				if q >= riceEscape || l > avail {
+					break
+				}
+				prev += int64(uint64(q)<<k | w<<(q+1)>>(64-k))
+				entries = append(entries, algo.LogEntry{TS: prev, Cost: 1})
+				w <<= l
+				avail -= l
+				pos += l
+			}
+		}
+		r.pos = pos
+	}
 	for {
-		w := r.peek()
-		if end-r.pos < 8 && (end == r.pos || w>>(64-(end-r.pos)) == 1<<(end-r.pos)-1) {
+		var w uint64 // r.peek(), inlined
+		if i := r.pos >> 3; i+8 <= uint(len(src)) {
+			w = binary.BigEndian.Uint64(src[i:i+8]) << (r.pos & 7)
+		} else {
+			w = r.peekEnd()
+		}
+		if end-r.pos < 8 && w>>(64-(end-r.pos)) == 1<<(end-r.pos)-1 {
 			return entries, r.pos // only padding is left
 		}
 		q := uint(bits.LeadingZeros64(^w))
 		var u uint64
 		switch {
-		case q >= riceEscape:
-			r.pos += riceEscape
-			u = r.gamma()
-		case q+1+k <= 57: // within the 57 bits peek has at least
+		case q < riceEscape && q+1+k <= 57: // within the 57 bits peek has at least
 			u = uint64(q)<<k | w<<(q+1)>>(64-k) // k = 0 shifts by 64: 0
 			r.pos += q + 1 + k
 		default:
-			r.pos += q + 1
-			u = uint64(q)<<k | r.read(k)
+			u = r.longStep(q, k)
 		}
 		e := algo.LogEntry{TS: prev + int64(u), Cost: 1}
 		if ext {
@@ -201,6 +229,17 @@ func decodeLog(src []byte, base int64, entries []algo.LogEntry) ([]algo.LogEntry
 		entries = append(entries, e)
 		prev = e.TS
 	}
+}
+
+// longStep reads a step code that starts with q 1 bits and is escaped or longer than
+// 57 bits.
+func (r *bitReader) longStep(q, k uint) uint64 {
+	if q >= riceEscape {
+		r.pos += riceEscape
+		return r.gamma()
+	}
+	r.pos += q + 1
+	return uint64(q)<<k | r.read(k)
 }
 
 // skipEntries returns the bit after the code of entry n of the log src, from bit pos
@@ -240,10 +279,18 @@ func writerAt(dst []byte, pos uint) bitWriter {
 	return w
 }
 
-// write appends the low n bits of v, n ≤ 56.
+// write appends the low n bits of v, n ≤ 56. It may write anything into the 8 bytes
+// from byte i on: the bits after the ones written are to be written next, or lie past
+// the log's end.
 func (w *bitWriter) write(v uint64, n uint) {
 	w.acc = w.acc<<n | v&(1<<n-1)
 	w.n += n
+	if w.i+8 <= len(w.dst) { // the whole bytes at once
+		binary.BigEndian.PutUint64(w.dst[w.i:w.i+8], w.acc<<(64-w.n))
+		w.i += int(w.n >> 3)
+		w.n &= 7
+		return
+	}
 	for w.n >= 8 {
 		w.n -= 8
 		w.dst[w.i] = byte(w.acc >> w.n)
@@ -291,7 +338,7 @@ func (w *bitWriter) entry(prev int64, e algo.LogEntry, h byte) {
 	}
 }
 
-// copyBits appends the bits of src from bit pos to bit end.
+// copyBits appends the bits of src from bit pos to bit end; src is not w's dst.
 func (w *bitWriter) copyBits(src []byte, pos, end uint) {
 	r := bitReader{src: src, pos: pos}
 	for ; end-r.pos >= 56; r.pos += 56 {
@@ -318,16 +365,20 @@ type bitReader struct {
 // peek returns the 64 bits from pos on, the first at the top, of which at least 57
 // are src's; those past its end are 0.
 func (r *bitReader) peek() uint64 {
+	if i := r.pos >> 3; i+8 <= uint(len(r.src)) {
+		return binary.BigEndian.Uint64(r.src[i:i+8]) << (r.pos & 7)
+	}
+	return r.peekEnd()
+}
+
+// peekEnd is peek within 8 bytes of src's end.
+func (r *bitReader) peekEnd() uint64 {
 	i := int(r.pos >> 3)
 	var w uint64
-	if i+8 <= len(r.src) {
-		w = binary.BigEndian.Uint64(r.src[i:])
-	} else {
-		for j := range 8 {
-			w <<= 8
-			if i+j < len(r.src) {
-				w |= uint64(r.src[i+j])
-			}
+	for j := range 8 {
+		w <<= 8
+		if i+j < len(r.src) {
+			w |= uint64(r.src[i+j])
 		}
 	}
 	return w << (r.pos & 7)

@@ -26,6 +26,7 @@ type shard struct {
 	expireAt     int64           // the now of the Advance running, for expireGroup
 	latest       int64           // the latest now a call decided at, under Config.MonotonicTime
 	logs         []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, encoded back
+	logBytes     []byte          // and the codes appendLog moves
 	leaseScratch []algo.Lease    // a lease set's scratch, as logs is a log's
 	leaseIDs     []byte          // the decoded leases' ids
 	newID        [hexIDLen]byte  // a generated lease id, before it is stored
@@ -327,15 +328,14 @@ func (sh *shard) appendLog(slot uint32, old storedLog, entries []algo.LogEntry, 
 	var w bitWriter
 	if old.cut == 0 {
 		w = writerAt(log, old.end)
-	} else {
-		// In place: the kept codes move towards the front (the new first entry's ext
-		// part is no longer than its old one), and copyBits reads each byte before it
-		// writes there.
+	} else { // the kept codes move to the front, from a copy
+		kept := append(sh.logBytes[:0], log[old.from>>3:(old.end+7)>>3]...)
+		sh.logBytes = kept
 		w = bitWriter{dst: log, i: 1}
 		if old.h&logExt != 0 {
 			w.ext(entries[0], false)
 		}
-		w.copyBits(log, old.from, old.end)
+		w.copyBits(kept, old.from&7, old.from&7+old.end-old.from)
 	}
 	w.entry(entries[m-2].TS, entries[m-1], old.h)
 	w.pad()
@@ -399,6 +399,7 @@ func (sh *shard) reset() {
 	sh.tick = 0
 	sh.latest = 0
 	sh.logs = nil
+	sh.logBytes = nil
 	sh.leaseScratch = nil
 	sh.leaseIDs = nil
 }
@@ -425,5 +426,5 @@ func (sh *shard) bytes() int64 {
 		n += int64(cap(sh.slabs[c].words))*8 + sh.wheels[c].Bytes()
 	}
 	return n +
-		int64(cap(sh.logs))*16 + int64(cap(sh.leaseScratch))*leaseBytes + int64(cap(sh.leaseIDs))
+		int64(cap(sh.logs))*16 + int64(cap(sh.logBytes)) + int64(cap(sh.leaseScratch))*leaseBytes + int64(cap(sh.leaseIDs))
 }
