@@ -31,7 +31,8 @@ import (
 // (shard.appendLog); the log is encoded whole again when it changes size class. Steps
 // of about 2^k µs take k+2 bits: RL.LOG's memory test (100 entries 30 s apart, k =
 // 24) takes 1 + 99×26/8 = 323 bytes, where uvarints took 397 and a sorted set takes
-// thousands; random arrivals with mean step m take about log2(m)+2.5 bits each.
+// thousands. Random (Poisson) arrivals with mean step m take about log2(m)+1.6 bits
+// each, where uvarints took log2(m)+5 to 7 (measured at m = 100 µs to 30 s).
 // The domain is what the store can hold: times and costs in [0, 2^62).
 const (
 	logExt     = 1 << 6

@@ -25,7 +25,7 @@ type shard struct {
 	tick         int64           // the ms the wheels were last advanced to
 	expireAt     int64           // the now of the Advance running, for expireGroup
 	latest       int64           // the latest now a call decided at, under Config.MonotonicTime
-	logs         []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, encoded back
+	logs         []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, written back (appendLog, writeLog)
 	logBytes     []byte          // and the codes appendLog moves
 	leaseScratch []algo.Lease    // a lease set's scratch, as logs is a log's
 	leaseIDs     []byte          // the decoded leases' ids
