@@ -77,6 +77,12 @@ func logHeader(entries []algo.LogEntry, k uint) byte {
 	return byte(best) | ext
 }
 
+// guessK returns a k for the log of a new key of r, which has no step to go by: that
+// of the mean step of a full log, the window over the limit.
+func guessK(r algo.Request) uint {
+	return uint(min(max(bits.Len64(uint64(r.Window/max(r.Limit, 1)))-1, 0), maxLogK))
+}
+
 // stepBits returns the bits of entries' steps with parameter k.
 func stepBits(entries []algo.LogEntry, k uint) int {
 	n, prev := 0, entries[0].TS
@@ -374,15 +380,11 @@ func (r *bitReader) peek() uint64 {
 
 // peekEnd is peek within 8 bytes of src's end.
 func (r *bitReader) peekEnd() uint64 {
-	i := int(r.pos >> 3)
-	var w uint64
-	for j := range 8 {
-		w <<= 8
-		if i+j < len(r.src) {
-			w |= uint64(r.src[i+j])
-		}
+	var b [8]byte
+	if i := int(r.pos >> 3); i < len(r.src) {
+		copy(b[:], r.src[i:])
 	}
-	return w << (r.pos & 7)
+	return binary.BigEndian.Uint64(b[:]) << (r.pos & 7)
 }
 
 // read returns the next n bits, n ≤ 64.

@@ -284,12 +284,14 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 		sh.appendLog(slot, old, entries, d.FreshAt) {
 		return d, nil
 	}
+	k := uint(old.h & logKMask)
 	if pos < 0 {
-		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, 0, 0, logSize(entries, logHeader(entries, 0))), now); err != nil {
+		k = guessK(r)
+		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, 0, 0, logSize(entries, logHeader(entries, k))), now); err != nil {
 			return d, err
 		}
 	}
-	sh.writeLog(key, tag, pos, slot, entries, d.FreshAt)
+	sh.writeLog(key, tag, pos, slot, entries, d.FreshAt, k)
 	return d, nil
 }
 
@@ -345,13 +347,10 @@ func (sh *shard) appendLog(slot uint32, old storedLog, entries []algo.LogEntry, 
 
 // writeLog stores a non-empty log for key, created if pos < 0, fresh at freshAt,
 // encoded whole: the log is kept in the key's chunk after the key (logcodec.go),
-// a = the first entry's time. One entry has no step to choose k by: it keeps the
-// stored log's.
-func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries []algo.LogEntry, freshAt int64) {
-	k := uint(0)
-	if pos >= 0 {
-		k = uint(sh.tail(sh.at(slot))[0] & logKMask)
-	}
+// a = the first entry's time. One entry has no step to choose k by: it takes k (the
+// stored log's, or guessK's for a new key), so that the next call appends a short
+// code rather than an escaped one.
+func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries []algo.LogEntry, freshAt int64, k uint) {
 	h := logHeader(entries, k)
 	encodeLog(sh.placeTail(key, tag, pos, slot, algo.KindLog, entries[0].TS, logSize(entries, h), freshAt), entries, h)
 }
