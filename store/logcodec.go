@@ -26,7 +26,8 @@ import (
 // then the bits of x below its top one. A log without ext holds only cost-1 entries
 // in non-decreasing time, the common case, and pays nothing for the rest.
 //
-// k is chosen when the log is encoded whole (logHeader: the k of the fewest bits),
+// k is chosen when the log is encoded whole (logHeader: the k of the fewest bits near
+// log2 of the mean step; for a new key's one entry, guessK from window/limit),
 // and kept while entries are appended and trimmed from the front in place
 // (shard.appendLog); the log is encoded whole again when it changes size class. Steps
 // of about 2^k µs take k+2 bits: RL.LOG's memory test (100 entries 30 s apart, k =
@@ -47,7 +48,7 @@ const (
 
 // logHeader returns the header that encodes entries (non-empty) in the fewest bits:
 // ext if an entry needs it, and the best k near log2 of the mean step. A log of one
-// entry has no step to go by: it keeps k, the previous header's.
+// entry has no step to go by: it takes k (the stored log's, or guessK's).
 func logHeader(entries []algo.LogEntry, k uint) byte {
 	ext := byte(0)
 	prev := entries[0].TS

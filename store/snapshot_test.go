@@ -549,7 +549,8 @@ func TestSnapshotVersion2(t *testing.T) {
 }
 
 // v2LogCalls makes the RL.LOG keys of testdata/snapshot-v2.rlsnap, written with it by
-// the rlserver whose logs were uvarints, and returns the time it was saved at.
+// the rlserver whose logs were uvarints (commit 2b82c34, WriteSnapshot at the time it
+// returns), and returns that time.
 func v2LogCalls(s *Store) int64 {
 	const saved = 1_764_547_200_000_000 // 2025-12-01 00:00:00 UTC
 	do := func(key string, limit, cost, window, at int64) {
