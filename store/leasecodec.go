@@ -96,3 +96,12 @@ func isHexID(id []byte) bool {
 	}
 	return true
 }
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}

@@ -25,7 +25,8 @@ type shard struct {
 	tick         int64           // the ms the wheels were last advanced to
 	expireAt     int64           // the now of the Advance running, for expireGroup
 	latest       int64           // the latest now a call decided at, under Config.MonotonicTime
-	logs         []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, encoded back
+	logs         []algo.LogEntry // RL.LOG's scratch, as long as the longest log seen: decoded here, decided, written back (appendLog, writeLog)
+	logBytes     []byte          // and the codes appendLog moves
 	leaseScratch []algo.Lease    // a lease set's scratch, as logs is a log's
 	leaseIDs     []byte          // the decoded leases' ids
 	newID        [hexIDLen]byte  // a generated lease id, before it is stored
@@ -249,10 +250,23 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 // doLog decides an RL.LOG call.
 func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Request, now int64) (algo.Decision, error) {
 	entries := sh.logs[:0]
+	var old storedLog
 	if pos >= 0 {
 		e := sh.at(slot)
 		base, _ := e.state()
-		entries = decodeLog(sh.tail(e), int64(base), entries)
+		tail := sh.tail(e)
+		entries, old.end = decodeLog(tail, int64(base), entries)
+		old.h, old.n = tail[0], len(entries)
+		for old.cut < old.n && entries[old.cut].TS <= now-r.Window { // as algo.Log drops them
+			old.cut++
+		}
+		if old.cut < old.n {
+			from := uint(8)
+			if old.h&logExt != 0 {
+				from += uint(extBits(entries[0], false))
+			}
+			old.from = skipEntries(tail, from, old.cut)
+		}
 	}
 	entries, d := algo.Log(entries, r, now)
 	if cap(entries) > cap(sh.logs) {
@@ -265,21 +279,80 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 		sh.removeFresh(pos, slot)
 		return d, nil
 	}
+	if pos >= 0 && old.cut < old.n && len(entries) == old.n-old.cut+1 &&
+		entries[len(entries)-1] == (algo.LogEntry{TS: now, Cost: r.Cost}) &&
+		sh.appendLog(slot, old, entries, d.FreshAt) {
+		return d, nil
+	}
+	k := uint(old.h & logKMask)
 	if pos < 0 {
-		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, 0, 0, 0, logSize(entries, entries[0].TS)), now); err != nil {
+		k = guessK(r)
+		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, 0, 0, 0, logSize(entries, logHeader(entries, k))), now); err != nil {
 			return d, err
 		}
 	}
-	sh.writeLog(key, tag, pos, slot, entries, d.FreshAt)
+	sh.writeLog(key, tag, pos, slot, entries, d.FreshAt, k)
 	return d, nil
 }
 
-// writeLog stores a non-empty log for key, created if pos < 0, fresh at freshAt: the
-// log is kept in the key's chunk after the key (logcodec.go), a = the first entry's time.
-func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries []algo.LogEntry, freshAt int64) {
-	base := entries[0].TS
-	size := logSize(entries, base)
-	encodeLog(sh.placeTail(key, tag, pos, slot, algo.KindLog, base, size, freshAt), entries, base)
+// storedLog describes the log doLog decoded: its header, the bit its stream ends at,
+// its entries, how many of them algo.Log drops from the front, and the bit at which
+// the code of the first one kept after that one starts.
+type storedLog struct {
+	h         byte
+	end, from uint
+	n, cut    int
+}
+
+// appendLog stores entries, which are the stored log old less its first old.cut
+// entries plus one new entry, by editing the stored bytes: the kept entries' codes are
+// moved as they are and only the new one is encoded, where encoding the whole log took
+// as long as decoding it. It reports false, having done nothing, when the log would
+// change size class or old's header cannot code the new entry (a cost other than 1
+// without ext); writeLog then encodes it whole, with a k fit for its steps again.
+func (sh *shard) appendLog(slot uint32, old storedLog, entries []algo.LogEntry, freshAt int64) bool {
+	m := len(entries)
+	if old.h&logExt == 0 && entries[m-1].Cost != 1 {
+		return false
+	}
+	e := sh.at(slot)
+	c, chunk, keyLen := e.spill()
+	head := uint(0) // the new first entry's ext part
+	if old.h&logExt != 0 {
+		head = uint(extBits(entries[0], false))
+	}
+	bits := head + old.end - old.from + uint(entryBits(entries, m-1, old.h))
+	size := 1 + int(bits+7)/8
+	if need := keyLen + size; need > classSizes[c] || c >= 2 && need <= classSizes[c-2] {
+		return false
+	}
+	log := sh.chunks.bytes(c, chunk)[keyLen:]
+	var w bitWriter
+	if old.cut == 0 {
+		w = writerAt(log, old.end)
+	} else { // the kept codes move to the front, from a copy
+		kept := append(sh.logBytes[:0], log[old.from>>3:(old.end+7)>>3]...)
+		sh.logBytes = kept
+		w = bitWriter{dst: log, i: 1}
+		if old.h&logExt != 0 {
+			w.ext(entries[0], false)
+		}
+		w.copyBits(kept, old.from&7, old.from&7+old.end-old.from)
+	}
+	w.entry(entries[m-2].TS, entries[m-1], old.h)
+	w.pad()
+	sh.put(slot, uint64(entries[0].TS), uint64(size), freshAt)
+	return true
+}
+
+// writeLog stores a non-empty log for key, created if pos < 0, fresh at freshAt,
+// encoded whole: the log is kept in the key's chunk after the key (logcodec.go),
+// a = the first entry's time. One entry has no step to choose k by: it takes k (the
+// stored log's, or guessK's for a new key), so that the next call appends a short
+// code rather than an escaped one.
+func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries []algo.LogEntry, freshAt int64, k uint) {
+	h := logHeader(entries, k)
+	encodeLog(sh.placeTail(key, tag, pos, slot, algo.KindLog, entries[0].TS, logSize(entries, h), freshAt), entries, h)
 }
 
 // placeTail makes room for a hasTail state of size bytes after key, created if pos < 0
@@ -325,6 +398,7 @@ func (sh *shard) reset() {
 	sh.tick = 0
 	sh.latest = 0
 	sh.logs = nil
+	sh.logBytes = nil
 	sh.leaseScratch = nil
 	sh.leaseIDs = nil
 }
@@ -351,5 +425,5 @@ func (sh *shard) bytes() int64 {
 		n += int64(cap(sh.slabs[c].words))*8 + sh.wheels[c].Bytes()
 	}
 	return n +
-		int64(cap(sh.logs))*16 + int64(cap(sh.leaseScratch))*leaseBytes + int64(cap(sh.leaseIDs))
+		int64(cap(sh.logs))*16 + int64(cap(sh.logBytes)) + int64(cap(sh.leaseScratch))*leaseBytes + int64(cap(sh.leaseIDs))
 }

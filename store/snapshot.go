@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/zeebo/xxh3"
@@ -15,7 +16,7 @@ import (
 
 // A snapshot is the store's keys in a versioned binary file, little-endian:
 //
-//	header   magic "RLSNAP\r\n", version uint32 (2), saved-at int64 µs
+//	header   magic "RLSNAP\r\n", version uint32 (3), saved-at int64 µs
 //	frame    length uint32 (> 0), xxh3 of the body uint64, body: records
 //	...
 //	trailer  uint32 0, record count uint64, xxh3 of every byte before the count uint64
@@ -24,9 +25,11 @@ import (
 //	         and for RL.LOG and leases b is the log's or lease set's length in bytes and
 //	         it follows (logcodec.go, leasecodec.go)
 //
-// The state words are the store's own (codec.go). Version 1 differs in one thing: the
-// tat of RL.GCRA, RL.LEAKY and CL.THROTTLE was float64 bits; it loads rounded up to the
-// next whole µs, the integer state that never admits more than the float one did.
+// The state words are the store's own (codec.go). Versions 1 and 2 differ in how a log
+// is coded: one uvarint per entry (validLogV2), re-encoded on load. Version 1 differs
+// in one more thing: the tat of RL.GCRA, RL.LEAKY and CL.THROTTLE was float64 bits; it
+// loads rounded up to the next whole µs, the integer state that never admits more than
+// the float one did.
 //
 // Every time in the state words is absolute
 // µs since the epoch, so a state loaded later is simply read at the later time: the
@@ -38,13 +41,14 @@ import (
 // that the reader checks each frame's checksum before applying it while holding one
 // frame in memory, not the file.
 const (
-	snapshotMagic   = "RLSNAP\r\n" // \r\n: a file mangled by a text-mode copy fails here
-	snapshotVersion = 2
-	floatTatVersion = 1 // the last version whose tat words are float64 bits
-	headerBytes     = 8 + 4 + 8
-	frameHeadBytes  = 4 + 8
-	frameBytes      = 1 << 20
-	recordFixed     = 1 + 8 + 8 + 8 // kind and the three words; the key and log are extra
+	snapshotMagic    = "RLSNAP\r\n" // \r\n: a file mangled by a text-mode copy fails here
+	snapshotVersion  = 3
+	floatTatVersion  = 1 // the last version whose tat words are float64 bits
+	varintLogVersion = 2 // the last version whose logs are uvarints
+	headerBytes      = 8 + 4 + 8
+	frameHeadBytes   = 4 + 8
+	frameBytes       = 1 << 20
+	recordFixed      = 1 + 8 + 8 + 8 // kind and the three words; the key and log are extra
 )
 
 // Errors returned by ReadSnapshot. Those about the file's contents wrap
@@ -179,6 +183,7 @@ type snapshotReader struct {
 	off     int64
 	body    bytes.Buffer
 	logs    []algo.LogEntry // scratch for checking RL.LOG logs
+	logBuf  []byte          // a log re-encoded: checked, or converted from version 2
 	leases  []algo.Lease    // and lease sets,
 	ids     []byte          // with their ids
 	upsert  bool            // a record replaces the key's state (a replica's Applier), not a duplicate
@@ -321,7 +326,12 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 		}
 		tail = body[pos : pos+int(b)]
 		pos += int(b)
-		if kind == algo.KindLog && !sr.validLog(tail, a) || kind == algo.KindLease && !sr.validLeases(tail, a, deadline) {
+		if kind == algo.KindLog && sr.version <= varintLogVersion {
+			if tail = sr.convertLog(tail, a); tail == nil || keyLen+uint64(len(tail)) > maxChunk {
+				return 0, false, errors.New("bad " + what)
+			}
+			b = uint64(len(tail))
+		} else if kind == algo.KindLog && !sr.validLog(tail, a) || kind == algo.KindLease && !sr.validLeases(tail, a, deadline) {
 			return 0, false, errors.New("bad " + what)
 		}
 	}
@@ -350,20 +360,114 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 
 // validLog reports whether log is what encodeLog writes for a non-empty log whose
 // first entry's time is base, with times and costs in the store's domain [0, 2^62)
-// (costs from 1): decodeLog trusts its input, and a garbled varint would stop it.
+// (costs from 1): decodeLog trusts its input, and a garbled stream could run it past
+// the log's end.
 func (sr *snapshotReader) validLog(log []byte, base uint64) bool {
+	const limit = 1 << 62
+	if base >= limit || len(log) == 0 || log[0]&^(logExt|logKMask) != 0 || log[0]&logKMask > maxLogK {
+		return false
+	}
+	h := log[0]
+	k := uint(h & logKMask)
+	r := bitReader{src: log, pos: 8}
+	end := uint(len(log)) * 8
+	ok := true
+	read := func(n uint) uint64 {
+		if end-r.pos < n {
+			ok = false
+			r.pos = end
+			return 0
+		}
+		return r.read(n)
+	}
+	gamma := func() uint64 {
+		l := uint(read(6))
+		return 1<<l | read(l)
+	}
+	ext := func() (int64, bool) {
+		if h&logExt == 0 || read(1) == 0 {
+			return 1, false
+		}
+		v := gamma() - 1
+		if c := v >> 1; c == 0 || c >= limit {
+			ok = false
+		}
+		return int64(v >> 1), v&1 != 0
+	}
+	entries := sr.logs[:0]
+	first := algo.LogEntry{TS: int64(base)}
+	first.Cost, _ = ext()
+	entries = append(entries, first)
+	prev := int64(base)
+	for ok {
+		if n := end - r.pos; n < 8 && r.peek()>>(64-n) == 1<<n-1 {
+			break // padding
+		}
+		q := uint(bits.LeadingZeros64(^r.peek()))
+		var u uint64
+		if q >= riceEscape {
+			read(riceEscape)
+			u = gamma()
+		} else {
+			read(q + 1)
+			u = uint64(q)<<k | read(k)
+		}
+		if u >= limit {
+			return false
+		}
+		e := algo.LogEntry{TS: prev + int64(u)}
+		var neg bool
+		if e.Cost, neg = ext(); neg {
+			e.TS = prev - int64(u)
+		}
+		if e.TS < 0 || e.TS >= limit {
+			return false
+		}
+		entries = append(entries, e)
+		prev = e.TS
+	}
+	sr.logs = entries
+	if !ok || logSize(entries, h) != len(log) {
+		return false
+	}
+	// Canonical: encodeLog must give these bytes back (the padding, escapes only where
+	// they must be, ext parts only where they must be), as the store edits them in place.
+	sr.logBuf = append(sr.logBuf[:0], make([]byte, len(log))...)
+	encodeLog(sr.logBuf, entries, h)
+	return bytes.Equal(sr.logBuf, log)
+}
+
+// convertLog returns a version 2 log re-encoded as the store codes logs now, nil if
+// it is not valid.
+func (sr *snapshotReader) convertLog(log []byte, base uint64) []byte {
+	if !sr.validLogV2(log, base) {
+		return nil
+	}
+	h := logHeader(sr.logs, 0)
+	sr.logBuf = append(sr.logBuf[:0], make([]byte, logSize(sr.logs, h))...)
+	encodeLog(sr.logBuf, sr.logs, h)
+	return sr.logBuf
+}
+
+// validLogV2 reports whether log is what version 2 wrote for a non-empty log whose
+// first entry's time is base (each entry one uvarint |TS - previous TS|<<1 | ext and,
+// if ext, a second, cost<<1 | negative; the first entry's previous TS is the base),
+// and leaves its entries in sr.logs.
+func (sr *snapshotReader) validLogV2(log []byte, base uint64) bool {
 	const limit = 1 << 62
 	if base >= limit {
 		return false
 	}
 	entries := sr.logs[:0]
 	prev := int64(base)
+	size := 0
 	for src := log; len(src) > 0; {
 		step, n := binary.Uvarint(src)
 		if n <= 0 || step>>1 >= limit {
 			return false
 		}
 		src = src[n:]
+		size += uvarintLen(step)
 		e := algo.LogEntry{TS: prev + int64(step>>1), Cost: 1}
 		if step&1 != 0 {
 			ext, n := binary.Uvarint(src)
@@ -371,9 +475,13 @@ func (sr *snapshotReader) validLog(log []byte, base uint64) bool {
 				return false
 			}
 			src = src[n:]
+			size += uvarintLen(ext)
 			e.Cost = int64(ext >> 1)
 			if ext&1 != 0 {
 				e.TS = prev - int64(step>>1)
+			}
+			if step>>1 == 0 && ext&1 != 0 || e.Cost == 1 && ext&1 == 0 { // not what version 2 wrote
+				return false
 			}
 		}
 		if e.TS < 0 || e.TS >= limit {
@@ -383,8 +491,8 @@ func (sr *snapshotReader) validLog(log []byte, base uint64) bool {
 		prev = e.TS
 	}
 	sr.logs = entries
-	// Canonical: the store re-encodes what it decodes, and must get these bytes back.
-	return entries[0].TS == int64(base) && logSize(entries, int64(base)) == len(log)
+	// Canonical, as version 2 checked it: no overlong uvarints.
+	return len(entries) > 0 && entries[0].TS == int64(base) && size == len(log)
 }
 
 // validLeases reports whether set is what encodeLeases writes for a non-empty lease

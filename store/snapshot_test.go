@@ -174,10 +174,13 @@ func TestSnapshotEmptyStore(t *testing.T) {
 
 // rawSnapshot builds a snapshot of hand-made records with correct checksums, so that
 // the record checks are reached.
-func rawSnapshot(records ...[]byte) []byte {
+func rawSnapshot(records ...[]byte) []byte { return rawSnapshotV(snapshotVersion, records...) }
+
+// rawSnapshotV is rawSnapshot in format version v.
+func rawSnapshotV(v uint32, records ...[]byte) []byte {
 	var f bytes.Buffer
 	f.WriteString(snapshotMagic)
-	f.Write(binary.LittleEndian.AppendUint32(nil, snapshotVersion))
+	f.Write(binary.LittleEndian.AppendUint32(nil, v))
 	f.Write(binary.LittleEndian.AppendUint64(nil, uint64(t0)))
 	body := bytes.Join(records, nil)
 	if len(body) > 0 {
@@ -212,8 +215,8 @@ func TestSnapshotErrors(t *testing.T) {
 		b[i] ^= 0x40
 		return b
 	}
-	versionThree := bytes.Clone(valid)
-	binary.LittleEndian.PutUint32(versionThree[8:], 3)
+	versionFour := bytes.Clone(valid)
+	binary.LittleEndian.PutUint32(versionFour[8:], 4)
 	tests := []struct {
 		name string
 		data []byte
@@ -221,7 +224,7 @@ func TestSnapshotErrors(t *testing.T) {
 	}{
 		{"empty file", nil, "snapshot is corrupt: truncated at byte 0, in the magic"},
 		{"not a snapshot", []byte("REDIS0011\xfa\x09redis-ver"), `snapshot is corrupt: bad magic "REDIS001", not an rlserver snapshot`},
-		{"newer version", versionThree, "unsupported snapshot version 3 (this rlserver reads versions 1 to 2)"},
+		{"newer version", versionFour, "unsupported snapshot version 4 (this rlserver reads versions 1 to 3)"},
 		{"cut in the header", valid[:15], "snapshot is corrupt: truncated at byte 15, in the header"},
 		{"cut in a frame", valid[:100], "snapshot is corrupt: truncated at byte 100, in the frame at byte 20"},
 		{"cut before the trailer", valid[:len(valid)-20], fmt.Sprintf("snapshot is corrupt: truncated at byte %d, in the frame header", len(valid)-20)},
@@ -235,7 +238,13 @@ func TestSnapshotErrors(t *testing.T) {
 		{"record past its frame", rawSnapshot(record(1, "k", 0, 0, later)[:20]), "snapshot is corrupt: record runs past its frame, in the record at byte 32"},
 		{"empty log", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 0, later)), "snapshot is corrupt: bad log length"},
 		{"garbled log", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 2, later, 0xff, 0xff)), "snapshot is corrupt: bad log, in the record at byte 32"},
-		{"log base not its first entry", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 1, later, 2)), "snapshot is corrupt: bad log"},
+		{"log cut in an entry", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 2, later, 24, 0)), "snapshot is corrupt: bad log"},
+		{"log padded past its last byte", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 3, later, 0, 0x7f, 0xff)), "snapshot is corrupt: bad log"},
+		{"log padded with a 0", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 2, later, 2, 0x02)), "snapshot is corrupt: bad log"},
+		{"escape that need not be", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 4, later, 0, 0xff, 0xff, 0x03)), "snapshot is corrupt: bad log"},
+		{"log time past the domain", rawSnapshot(record(byte(algo.KindLog), "k", 1<<62-1, 3, later, 0, 0x80, 0x7f)), "snapshot is corrupt: bad log"},
+		{"garbled version 2 log", rawSnapshotV(2, record(byte(algo.KindLog), "k", uint64(t0), 2, later, 0xff, 0xff)), "snapshot is corrupt: bad log, in the record at byte 32"},
+		{"version 2 log base not its first entry", rawSnapshotV(2, record(byte(algo.KindLog), "k", uint64(t0), 1, later, 2)), "snapshot is corrupt: bad log"},
 		{"empty lease set", rawSnapshot(record(byte(algo.KindLease), "k", uint64(later), 0, later)), "snapshot is corrupt: bad lease set length"},
 		{"lease set ends before its key", rawSnapshot(record(byte(algo.KindLease), "k", uint64(later), 3, later+1, 0, 2, 'x')), "snapshot is corrupt: bad lease set, in the record at byte 32"},
 		{"lease id past the set", rawSnapshot(record(byte(algo.KindLease), "k", uint64(later), 3, later, 0, 4, 'x')), "snapshot is corrupt: bad lease set"},
@@ -348,7 +357,8 @@ func FuzzReadSnapshot(f *testing.F) {
 	valid := snapshotOf(f, good, t0+sec)
 	f.Add(valid)
 	f.Add(valid[:len(valid)/2])
-	f.Add(rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 3, t0+2*sec, 0, 3, 4)))
+	f.Add(rawSnapshotV(2, record(byte(algo.KindLog), "k", uint64(t0), 3, t0+2*sec, 0, 3, 4)))
+	f.Add(rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 3, t0+2*sec, 0x40, 0x6d, 0x7f)))
 	f.Add(rawSnapshot(record(1, "k", 0, 0, t0+2*sec)))
 	leases := newStore(f, Config{Shards: 2})
 	for i, id := range []string{"", "own id", "0123456789abcdef"} {
@@ -487,4 +497,83 @@ func TestSnapshotVersion1BadTat(t *testing.T) {
 			t.Errorf("tat %#x: %v, want a bad tat", bits, err)
 		}
 	}
+}
+
+// TestSnapshotVersion2 loads testdata/snapshot-v2.rlsnap, written by the rlserver whose
+// logs were one uvarint per entry, after the calls of v2LogCalls: every log loads
+// re-encoded, holding what the same calls leave in a store now, and decides alike
+// from then on.
+func TestSnapshotVersion2(t *testing.T) {
+	data, err := os.ReadFile("testdata/snapshot-v2.rlsnap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, built := newStore(t, Config{}), newStore(t, Config{})
+	saved := v2LogCalls(built)
+	info, err := loaded.ReadSnapshot(bytes.NewReader(data), saved)
+	if err != nil || info.Keys != 4 || info.SavedAt != saved {
+		t.Fatalf("ReadSnapshot = %+v, %v; want 4 keys saved at %d", info, err, saved)
+	}
+	stored := func(s *Store, key string) ([]algo.LogEntry, int64, int) {
+		sh, tag := s.locate([]byte(key), saved)
+		defer sh.mu.Unlock()
+		_, slot := sh.get([]byte(key), tag, saved)
+		if slot == 0 {
+			return nil, 0, 0
+		}
+		e := sh.at(slot)
+		base, size := e.state()
+		entries, _ := decodeLog(sh.tail(e), int64(base), nil)
+		return entries, e.deadline(), int(size)
+	}
+	for _, key := range []string{"log:steady", "log:one", "log:mixed", "log:huge"} {
+		got, gotDeadline, _ := stored(loaded, key)
+		want, wantDeadline, _ := stored(built, key)
+		if len(want) == 0 || !slices.Equal(got, want) || gotDeadline != wantDeadline {
+			t.Errorf("%s: loaded %v fresh at %d, want %v fresh at %d", key, got, gotDeadline, want, wantDeadline)
+		}
+	}
+	if _, _, size := stored(loaded, "log:steady"); size != 323 { // 1 + 99×26 bits; uvarints took 397
+		t.Errorf("log:steady takes %d bytes, want 323", size)
+	}
+	r := algo.Request{Kind: algo.KindLog, Limit: 1000, Window: 60 * sec, Cost: 2}
+	for i := range int64(50) {
+		for _, key := range []string{"log:steady", "log:mixed"} {
+			got, err1 := loaded.Do([]byte(key), r, saved+i*77*ms)
+			want, err2 := built.Do([]byte(key), r, saved+i*77*ms)
+			if got != want || err1 != nil || err2 != nil {
+				t.Fatalf("%s, call %d after loading: %+v, %v; want %+v, %v", key, i, got, err1, want, err2)
+			}
+		}
+	}
+}
+
+// v2LogCalls makes the RL.LOG keys of testdata/snapshot-v2.rlsnap, written with it by
+// the rlserver whose logs were uvarints (commit 2b82c34, WriteSnapshot at the time it
+// returns), and returns that time.
+func v2LogCalls(s *Store) int64 {
+	const saved = 1_764_547_200_000_000 // 2025-12-01 00:00:00 UTC
+	do := func(key string, limit, cost, window, at int64) {
+		s.Do([]byte(key), algo.Request{Kind: algo.KindLog, Limit: limit, Window: window, Cost: cost}, at)
+	}
+	for i := range int64(100) { // RL.LOG's memory test: 100 entries 30 s apart
+		do("log:steady", 100, 1, 3600*sec, saved-(99-i)*30*sec)
+	}
+	do("log:one", 5, 1, sec, saved)
+	x := uint64(1)
+	at := saved - 50*sec
+	for i := range int64(200) { // random steps and costs, some calls at the same µs or before
+		x = x*6364136223846793005 + 1442695040888963407
+		step := int64(x>>40) % (500 * ms)
+		if i%17 == 0 {
+			step = -int64(x>>50) % sec
+		} else if i%11 == 0 {
+			step = 0
+		}
+		at += step
+		do("log:mixed", 1000, 1+int64(x>>60)%4*int64(i%3), 60*sec, at)
+	}
+	do("log:huge", 10_000, 4_000, 1<<50, saved-(1<<45))
+	do("log:huge", 10_000, 4_000, 1<<50, saved)
+	return saved
 }

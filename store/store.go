@@ -42,8 +42,11 @@
 //
 // RL.LOG's log and a lease set live in the key's chunk after the key (shard.placeTail):
 // word a holds the first entry's time or the first lease's deadline, b the encoded
-// length. A lease key's deadline is its last lease's, so a lease never released ends by
-// itself and the key goes with its last lease.
+// length. A log of 100 entries 30 s apart is 323 bytes (logcodec.go): with its 13-byte
+// key in a 352-byte chunk, the record and the index, 444-452 B of RSS a key at 100k
+// keys, 559-576 at 20k (TestMemoryPerUser, 3 runs each).
+// A lease key's deadline is its last lease's, so a lease never released ends by itself
+// and the key goes with its last lease.
 //
 // A Go map[string]*state costs about the store's bytes, but is 20M pointers at 10M
 // keys: a full GC has to mark them all, where the store gives it nothing to mark

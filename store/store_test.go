@@ -475,9 +475,9 @@ func TestMemoryUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// 100 steps of 600 ms: 1 byte for the first entry, 3 for each other; the token
-	// key has gone, so this key has the 16 buckets to itself.
-	want := int64(40 + classSizes[classFor(len("log")+1+99*3)] + 16*8 + 1)
+	// 100 steps of 600 ms: a header byte, then 21 bits for each entry but the first
+	// (k = 18: q = 2); the token key has gone, so this key has the 16 buckets to itself.
+	want := int64(40 + classSizes[classFor(len("log")+1+(99*21+7)/8)] + 16*8 + 1)
 	if got, _ := s.MemoryUsage([]byte("log"), t0+99*600*ms); got != want {
 		t.Fatalf("MemoryUsage of a 100-entry log = %d, want %d", got, want)
 	}
