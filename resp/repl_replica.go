@@ -131,12 +131,13 @@ func (s *Server) syncLink(l *link, addr string) (bool, error) {
 		if err != nil || off < 0 {
 			return false, fmt.Errorf("bad FULLRESYNC offset in %q", line)
 		}
-		if err := s.fullSync(l, conn, br); err != nil {
+		format, err := s.fullSync(l, conn, br)
+		if err != nil {
 			return false, fmt.Errorf("full sync from %s: %w", addr, err)
 		}
 		replID, offset = fields[1], off
 		s.applied.mu.Lock()
-		s.applied.replID, s.applied.offset = replID, offset
+		s.applied.replID, s.applied.offset, s.applied.format = replID, offset, format
 		s.applied.mu.Unlock()
 	case len(fields) == 2 && fields[0] == "+CONTINUE":
 		// The id is the one asked for, or a promoted sibling's new one: its offsets
@@ -165,8 +166,9 @@ func (s *Server) syncLink(l *link, addr string) (bool, error) {
 }
 
 // fullSync loads the primary's snapshot into the emptied store, refusing commands
-// meanwhile (LOADING). On error the store is left empty: never half a snapshot.
-func (s *Server) fullSync(l *link, conn net.Conn, br *bufio.Reader) error {
+// meanwhile (LOADING), and returns its format version. On error the store is left
+// empty: never half a snapshot.
+func (s *Server) fullSync(l *link, conn net.Conn, br *bufio.Reader) (uint32, error) {
 	l.state.Store("sync")
 	s.repl.loading.Store(true)
 	defer s.repl.loading.Store(false)
@@ -174,10 +176,10 @@ func (s *Server) fullSync(l *link, conn net.Conn, br *bufio.Reader) error {
 	begin := time.Now()
 	info, err := s.store.ReadSnapshot(&chunkReader{r: br, conn: conn}, s.clock.now())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	s.log.Info("replication: full sync loaded", "keys", info.Keys, "bytes", info.Bytes, "took", time.Since(begin))
-	return nil
+	return info.Version, nil
 }
 
 // applyFrames applies the primary's frames from offset on until the link fails,
@@ -209,7 +211,10 @@ func (s *Server) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset in
 		}
 	}()
 	defer func() { close(stopAck); <-acked }()
-	ap := s.store.NewApplier()
+	s.applied.mu.Lock()
+	format := s.applied.format
+	s.applied.mu.Unlock()
+	ap := s.store.NewApplier(format)
 	ap.SetLog(history)
 	received := offset
 	var head [frameHead]byte

@@ -157,6 +157,7 @@ type replicaOffset struct {
 	mu     sync.Mutex
 	replID string
 	offset int64
+	format uint32 // the snapshot format version of the last full sync: the primary's records
 }
 
 // startReplication starts the link of a server configured as a replica; Serve calls it.

@@ -169,9 +169,15 @@ type Applier struct {
 	log     *Backlog // SetLog
 }
 
-// NewApplier returns an Applier into s.
-func (s *Store) NewApplier() *Applier {
-	return &Applier{s: s, sr: snapshotReader{version: snapshotVersion, upsert: true}}
+// NewApplier returns an Applier into s of records in the snapshot format version the
+// primary wrote its full sync in (SnapshotInfo.Version), so that a replica upgraded
+// before its primary converts the primary's records as ReadSnapshot converts an older
+// file; 0, or a version this rlserver does not read, means its own.
+func (s *Store) NewApplier(version uint32) *Applier {
+	if version < floatTatVersion || version > snapshotVersion {
+		version = snapshotVersion
+	}
+	return &Applier{s: s, sr: snapshotReader{version: version, upsert: true}}
 }
 
 // SetLog makes Apply append every record it stores to b.

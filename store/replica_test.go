@@ -54,7 +54,7 @@ func TestReplicaEqualsPrimary(t *testing.T) {
 	replica := newStore(t, Config{Shards: 4})
 	bl := NewBacklog(1<<20, 0)
 	primary.SetBacklog(bl)
-	ap := replica.NewApplier()
+	ap := replica.NewApplier(0)
 	history := NewBacklog(1<<20, 0) // what the replica applied, byte for byte the primary's stream
 	ap.SetLog(history)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -168,7 +168,7 @@ func TestApplierRejectsGarbage(t *testing.T) {
 		append(record(byte(algo.KindLog), "l", uint64(t0), 3, t0+sec), 0xff, 0xff, 0xff),         // bad log
 	} {
 		s := newStore(t, Config{})
-		n, err := s.NewApplier().Apply(append(append([]byte(nil), good...), bad...), t0)
+		n, err := s.NewApplier(0).Apply(append(append([]byte(nil), good...), bad...), t0)
 		if !errors.Is(err, ErrEffectCorrupt) || n != len(good) {
 			t.Errorf("Apply(%x) = %d, %v; want %d, ErrEffectCorrupt", bad, n, err, len(good))
 		}
@@ -185,7 +185,7 @@ func TestEmitUnderConcurrency(t *testing.T) {
 	replica := newStore(t, Config{Shards: 4})
 	bl := NewBacklog(1<<22, 0)
 	primary.SetBacklog(bl)
-	ap := replica.NewApplier()
+	ap := replica.NewApplier(0)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -238,6 +238,32 @@ func TestEmitUnderConcurrency(t *testing.T) {
 	for k, v := range want {
 		if got[k] != v {
 			t.Fatalf("key %q differs", k)
+		}
+	}
+}
+
+// A replica upgraded before its primary applies the primary's records in the older
+// format of its full sync: here a version-2 log, uvarint steps, which the store now
+// codes otherwise. It decides as a store that took the calls itself.
+func TestApplierOfOlderPrimary(t *testing.T) {
+	v2 := []byte{0x00, 0xd0, 0x0f, 0xa0, 0x1f} // entries at base, +1 ms, +3 ms: uvarint(step<<1) each
+	rec := append(record(byte(algo.KindLog), "log", uint64(t0), uint64(len(v2)), t0+3*ms+60*sec), v2...)
+	replica, built := newStore(t, Config{}), newStore(t, Config{})
+	if n, err := replica.NewApplier(varintLogVersion).Apply(rec, t0+3*ms); err != nil || n != len(rec) {
+		t.Fatalf("Apply of a version-2 log = %d, %v; want %d, nil", n, err, len(rec))
+	}
+	r := request(algo.KindLog, 5, 60*sec)
+	for _, at := range []int64{t0, t0 + ms, t0 + 3*ms} {
+		if _, err := built.Do([]byte("log"), r, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range int64(4) {
+		now := t0 + 4*ms + i*ms
+		got, err1 := replica.Do([]byte("log"), r, now)
+		want, err2 := built.Do([]byte("log"), r, now)
+		if got != want || err1 != nil || err2 != nil {
+			t.Fatalf("call %d: %+v, %v; want %+v, %v", i, got, err1, want, err2)
 		}
 	}
 }

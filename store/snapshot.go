@@ -71,13 +71,14 @@ type SnapshotInfo struct {
 	Keys    int   // keys written, or keys loaded
 	Fresh   int   // keys read but skipped: their state became fresh while the server was down
 	Bytes   int64 // the file's size
+	Version uint32 // the format version written, or read
 }
 
 // WriteSnapshot writes every key whose state is not fresh at now to w, one shard at a
 // time under that shard's lock; each shard's keys are as they were at one instant.
 // Requests go on meanwhile. w should be buffered; a failing w's error is returned.
 func (s *Store) WriteSnapshot(w io.Writer, now int64) (SnapshotInfo, error) {
-	info := SnapshotInfo{SavedAt: now}
+	info := SnapshotInfo{SavedAt: now, Version: snapshotVersion}
 	h := xxh3.New()
 	out := io.MultiWriter(w, h)
 	var head [headerBytes]byte
@@ -222,7 +223,7 @@ func (sr *snapshotReader) read(s *Store, now int64) (SnapshotInfo, error) {
 	if sr.version < floatTatVersion || sr.version > snapshotVersion {
 		return info, fmt.Errorf("%w %d (this rlserver reads versions %d to %d)", ErrSnapshotVersion, sr.version, floatTatVersion, snapshotVersion)
 	}
-	info.SavedAt = int64(binary.LittleEndian.Uint64(head[12:]))
+	info.SavedAt, info.Version = int64(binary.LittleEndian.Uint64(head[12:])), sr.version
 	records := uint64(0)
 	for {
 		var fh [frameHeadBytes]byte
