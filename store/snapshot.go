@@ -67,10 +67,10 @@ var (
 
 // SnapshotInfo describes a snapshot written or read.
 type SnapshotInfo struct {
-	SavedAt int64 // µs since the epoch: the now the snapshot was written at
-	Keys    int   // keys written, or keys loaded
-	Fresh   int   // keys read but skipped: their state became fresh while the server was down
-	Bytes   int64 // the file's size
+	SavedAt int64  // µs since the epoch: the now the snapshot was written at
+	Keys    int    // keys written, or keys loaded
+	Fresh   int    // keys read but skipped: their state became fresh while the server was down
+	Bytes   int64  // the file's size
 	Version uint32 // the format version written, or read
 }
 
