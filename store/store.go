@@ -316,7 +316,7 @@ func (s *Store) TTL(key []byte, now int64) (int64, bool) {
 
 // MemoryUsage returns the bytes key costs: its record, its chunk if it has one (a
 // long key, and an RL.LOG key's log or a lease key's set, rounded up to the chunk's
-// size class), its share of the index (8 bytes over the shard's load factor) and of
+// size class), its share of the index (the table's bytes over its keys) and of
 // its group's id in the wheel (ttl.BytesPerID over the group's 16 records). False if
 // key holds no state.
 func (s *Store) MemoryUsage(key []byte, now int64) (int64, bool) {
@@ -435,7 +435,7 @@ func (s *Store) Expire(now int64) int {
 		sh.advanceWheels(now)
 		sh.tick = max(sh.tick, now/1000)
 		sh.chunks.dropIdle()
-		if sh.live == 0 && sh.index.buckets != nil {
+		if sh.live == 0 && sh.index.n != 0 {
 			sh.release()
 		}
 		n += sh.expired - before
