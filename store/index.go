@@ -11,8 +11,8 @@ import (
 // linear probing, backward-shift deletion (no tombstones). A bucket holds, little-endian
 // in 40 bits:
 //
-//	bits  0-30  the slot (31 bits: slotClassShift 27 + 4 class bits); 0: empty
-//	bits 31-35  the probe distance from the key's home bucket, saturated at 31
+//	bits  0-30  the slot (31 bits: slotClassShift 27 + 4 class bits)
+//	bits 31-35  1 + the probe distance from the key's home bucket, saturated at 31; 0: empty
 //	bits 36-39  a fingerprint: the tag's low 4 bits
 //
 // tag is the top 32 bits of the key's xxh3 hash; its home bucket is tag scaled to the
@@ -22,15 +22,16 @@ import (
 // stop at the first entry nearer its home than the probe is to the key's (Robin Hood
 // keeps each run ordered by home), and lets deletion shift entries back without their
 // hashes. So 4 fingerprint bits suffice: a wrong record is read for about 1 in 16 of
-// the ~0.9 other keys a home has at load 0.9.
+// the ~0.9 other keys a home has at load 0.9. Distance + 1 makes an empty bucket one
+// "nearer its home" than any probe, so one compare ends a lookup at either.
 //
-// A distance above 31 is stored as 31 ("31 or more"): about 1 entry in 700 at load 0.9
-// (random hashes), more under crafted collisions. Such an entry is matched by
-// fingerprint at any offset from 31 on, and does not end a lookup there. An insert that
-// meets one at an offset of 31 or more, and deletion, which must know whether it sits at
-// distance 31 exactly, hash its key again (tagOf), so that runs stay ordered by home
-// exactly. Growing the table instead would bound nothing: keys whose tags are equal
-// share a home at every length.
+// A distance of 30 or more is stored as 30: about 1 entry in 600 at load 0.9 (random
+// hashes), more under crafted collisions. Such an entry is matched by fingerprint at
+// any offset from 30 on, and does not end a lookup there. An insert that meets one at
+// an offset of 30 or more, and deletion, which must know whether it sits at distance 30
+// exactly, hash its key again (tagOf), so that runs stay ordered by home exactly.
+// Growing the table instead would bound nothing: keys whose tags are equal share a
+// home at every length.
 //
 // Growth rehashes every key, since 40 bits do not give back an entry's home at the new
 // length: grow takes the shard's live records in slab order, which reads the records
@@ -57,8 +58,8 @@ const (
 
 	idxSlotBits = slotClassShift + 4 // the slot's record number and its 15 classes
 	idxSlotMask = 1<<idxSlotBits - 1
-	idxDistMax  = 31 // saturated: 31 or more
-	idxDistMask = idxDistMax << idxSlotBits
+	idxDistMax  = 30 // saturated: 30 or more
+	idxDistMask = 31 << idxSlotBits
 	idxFPShift  = idxSlotBits + 5
 	idxFPMask   = 1<<(idxBits-idxFPShift) - 1
 )
@@ -73,16 +74,20 @@ func (x *index) home(tag uint32) int {
 // load returns bucket i. 8-byte loads through encoding/binary: unaligned, and safe
 // under -race's checkptr where a *uint64 cast would not be.
 func (x *index) load(i int) uint64 {
-	return binary.LittleEndian.Uint64(x.b[i*idxBucket:]) & idxMask
+	return binary.LittleEndian.Uint64(x.b[i*idxBucket:i*idxBucket+8]) & idxMask
 }
 
 // store sets bucket i to v, keeping the three bytes after it.
 func (x *index) store(i int, v uint64) {
-	p := x.b[i*idxBucket:]
+	p := x.b[i*idxBucket : i*idxBucket+8]
 	binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)&^idxMask|v)
 }
 
-func dist(v uint64) int { return int(v>>idxSlotBits) & idxDistMax }
+// dist returns the distance of a bucket that is not empty.
+func dist(v uint64) int { return int(v>>idxSlotBits)&31 - 1 }
+
+// distBits returns the distance field for distance d.
+func distBits(d int) uint64 { return uint64(min(d, idxDistMax)+1) << idxSlotBits }
 
 // distance returns the unsaturated distance of bucket i from the home of tag.
 func (x *index) distance(i int, tag uint32) int {
@@ -98,20 +103,26 @@ func (x *index) slotAt(i int) uint32 { return uint32(x.load(i) & idxSlotMask) }
 // find returns the bucket position of the key with this tag for which isKey(slot)
 // holds, or -1.
 func (x *index) find(tag uint32, isKey func(slot uint32) bool) int {
-	if x.n == 0 {
+	b, n := x.b, x.n
+	if n == 0 {
 		return -1
 	}
-	fp := uint64(tag&idxFPMask) << 5
-	for i, d := x.home(tag), 0; ; d++ {
-		v := x.load(i)
-		sd := min(d, idxDistMax)
-		if v == 0 || dist(v) < sd {
-			return -1 // our key would have taken this bucket
-		}
-		if v>>idxSlotBits == fp|uint64(sd) && isKey(uint32(v&idxSlotMask)) {
+	// The top 9 bits of a bucket, fingerprint<<5 | distance+1, as the key's would be
+	// here, and the least distance+1 an entry here may have if the key is further on.
+	want, least := uint64(tag&idxFPMask)<<5|1, uint64(1)
+	for i := int(uint64(tag) * uint64(n) >> 32); ; {
+		v := binary.LittleEndian.Uint64(b[i*idxBucket : i*idxBucket+8])
+		top := v >> idxSlotBits & 0x1ff
+		if top == want && isKey(uint32(v&idxSlotMask)) {
 			return i
 		}
-		if i++; i == x.n {
+		if top&31 < least {
+			return -1 // empty, or nearer its home: our key would have taken this bucket
+		}
+		if least <= idxDistMax {
+			want, least = want+1, least+1
+		}
+		if i++; i == n {
 			i = 0
 		}
 	}
@@ -147,9 +158,8 @@ func (x *index) put(tag, slot uint32, tagOf func(slot uint32) uint32) {
 	cur := uint64(tag&idxFPMask)<<idxFPShift | uint64(slot)
 	for i, d := x.home(tag), 0; ; d++ {
 		v := x.load(i)
-		sd := min(d, idxDistMax)
 		if v == 0 {
-			x.store(i, cur|uint64(sd)<<idxSlotBits)
+			x.store(i, cur|distBits(d))
 			x.used++
 			return
 		}
@@ -158,7 +168,7 @@ func (x *index) put(tag, slot uint32, tagOf func(slot uint32) uint32) {
 			vd = x.distance(i, tagOf(uint32(v&idxSlotMask)))
 		}
 		if vd < d {
-			x.store(i, cur|uint64(sd)<<idxSlotBits)
+			x.store(i, cur|distBits(d))
 			cur, d = v&^idxDistMask, vd
 		}
 		if i++; i == x.n {
@@ -177,14 +187,14 @@ func (x *index) removeAt(i int, tagOf func(slot uint32) uint32) {
 			j = 0
 		}
 		v := x.load(j)
-		d := dist(v)
-		if v == 0 || d == 0 {
+		if v == 0 || dist(v) == 0 {
 			break
 		}
+		d := dist(v)
 		if d == idxDistMax {
 			d = x.distance(j, tagOf(uint32(v&idxSlotMask)))
 		}
-		x.store(i, v&^idxDistMask|uint64(min(d-1, idxDistMax))<<idxSlotBits)
+		x.store(i, v&^idxDistMask|distBits(d-1))
 		i = j
 	}
 	x.store(i, 0)
