@@ -215,6 +215,9 @@ func (x *index) grow(keys iter.Seq2[uint32, uint32], tagOf func(slot uint32) uin
 	}
 	*x = index{b: offheap.Make[byte](n*idxBucket + idxPad), n: n}
 	for tag, slot := range keys {
+		if x.used == n-1 {
+			panic("store: index grown with more keys than it held") // put would never end
+		}
 		x.put(tag, slot, tagOf)
 	}
 	offheap.Free(old)

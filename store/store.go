@@ -14,9 +14,10 @@
 // of records of one stride (32 to 64 bytes, so a 13-byte key takes 40 and a 30-byte key
 // 56). Longer keys, and RL.LOG's log and a lease set after their key, are in size-class
 // chunks carved from 16 KiB pages (chunks.go). An open-addressing index of 5-byte
-// buckets (Robin Hood, index.go) maps a key's hash to its record. Each slab has a timing wheel (package ttl)
-// with one id per 16 records, due at the earliest of their deadlines: the wheel costs
-// 1 byte a key instead of 16, and a group that comes due is scanned whole.
+// buckets (Robin Hood, index.go) maps a key's hash to its record. Each slab has a
+// timing wheel (package ttl) with one id per 16 records, due at the earliest of their
+// deadlines: the wheel costs 1 byte a key instead of 16, and a group that comes due is
+// scanned whole.
 // A key is removed when its state is fresh again: lookups treat a key whose deadline
 // has passed as absent right away, and the wheels remove it within a millisecond of
 // activity on its shard, or at the next Expire.
