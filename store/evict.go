@@ -79,9 +79,7 @@ func (sh *shard) growthFor(p placement) int64 {
 	if s.free == 0 {
 		n += sh.wheels[p.rec].BytesToSchedule(uint32(max(s.n, 1))>>groupShift + 1)
 	}
-	if (sh.index.used+1)*maxLoadDen > len(sh.index.buckets)*maxLoadNum {
-		n += int64(max(minBuckets, len(sh.index.buckets)+len(sh.index.buckets)/4)-len(sh.index.buckets)) * 8
-	}
+	n += sh.index.growth()
 	if p.chunk >= 0 && !sh.chunks.hasFree(uint8(p.chunk)) {
 		size := classSizes[p.chunk]
 		n += int64(max(1, pageBytes/size) * size)

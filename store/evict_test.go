@@ -132,6 +132,16 @@ func TestNoEviction(t *testing.T) {
 	if n == 100_000 {
 		t.Fatal("never refused a key")
 	}
+	// Every kind's slabs too, so that none has a record or the room for a new slab left.
+	for i, k := range kinds {
+		for err := error(nil); err == nil; n++ {
+			_, err = s.Do(fmt.Appendf(nil, "fill:%d:%010d", i, n), request(k, 10, 3600*sec), t0)
+			if err != nil && !errors.Is(err, ErrOOM) {
+				t.Fatal(err)
+			}
+		}
+		n--
+	}
 	st := s.Stats()
 	if st.Bytes > budget || st.Keys != n || st.Evicted != 0 {
 		t.Fatalf("after %d keys: %+v", n, st)

@@ -112,7 +112,7 @@ func (sh *shard) get(key []byte, tag uint32, now int64) (int, uint32) {
 	if pos < 0 {
 		return -1, 0
 	}
-	slot := uint32(sh.index.buckets[pos] >> 32)
+	slot := sh.index.slotAt(pos)
 	if sh.at(slot).deadline() <= now {
 		sh.removeFresh(pos, slot)
 		return -1, 0
@@ -139,7 +139,9 @@ func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, p placement) uin
 		copy(sh.chunks.bytes(c, chunk), key)
 		e.setSpill(c, chunk, len(key))
 	}
-	sh.index.insert(tag, slot)
+	if !sh.index.insert(tag, slot, sh.tagOf) {
+		sh.index.grow(sh.tags, sh.tagOf) // the new record is live already: tags yields it too
+	}
 	sh.live++
 	return slot
 }
@@ -162,7 +164,7 @@ func (sh *shard) put(slot uint32, a, b uint64, deadline int64) {
 // remove deletes the key at index position pos and slot. The group's id stays in
 // the wheel; it fires early, harmlessly.
 func (sh *shard) remove(pos int, slot uint32) {
-	sh.index.removeAt(pos)
+	sh.index.removeAt(pos, sh.tagOf)
 	e := sh.at(slot)
 	if e.spilled() {
 		c, chunk, _ := e.spill()
@@ -183,8 +185,26 @@ func (sh *shard) removeFresh(pos int, slot uint32) {
 // removeSlot removes the live key at slot, finding its index position again from the
 // key's hash, which the record does not keep.
 func (sh *shard) removeSlot(slot uint32) {
-	tag := uint32(xxh3.Hash(sh.key(sh.at(slot))) >> 32)
-	sh.remove(sh.index.position(tag, slot), slot)
+	sh.remove(sh.index.position(sh.tagOf(slot), slot), slot)
+}
+
+// tagOf returns the index tag of the live key at slot: the top half of its hash.
+func (sh *shard) tagOf(slot uint32) uint32 {
+	return uint32(xxh3.Hash(sh.key(sh.at(slot))) >> 32)
+}
+
+// tags yields the tag and slot of every live record, in slab order, for the index to
+// rehash them when it grows: its buckets keep too little of the hash to place a key at
+// another length, and the slabs read sequentially where the table's order is random.
+func (sh *shard) tags(yield func(tag, slot uint32) bool) {
+	for c := range sh.slabs {
+		s := &sh.slabs[c]
+		for i := 1; i < s.n; i++ {
+			if e := s.record(uint32(i)); e.live() && !yield(uint32(xxh3.Hash(sh.key(e))>>32), uint32(c)<<slotClassShift|uint32(i)) {
+				return
+			}
+		}
+	}
 }
 
 // expireGroup is slab c's wheel callback: group id's earliest deadline has passed.

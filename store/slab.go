@@ -107,8 +107,10 @@ const (
 	// cost 16; a group whose earliest deadline passes is scanned whole (16 records,
 	// 10 cache lines at most), which is cheap beside the lookups that created them.
 	groupShift = 4
-	// slotClassShift puts a record's slab above its number in a slot: slot = class<<26 | i.
+	// slotClassShift puts a record's slab above its number in a slot: slot = class<<26 | i,
+	// 31 bits, as an index bucket holds them.
 	slotClassShift = 26
+	slotClassBits  = 5
 	slotIndexMask  = 1<<slotClassShift - 1
 
 	maxWindowIndex = 1<<48 - 1
@@ -139,6 +141,9 @@ var slabClasses = [...]struct {
 	{24, formFixed}, {32, formFixed}, {40, formFixed}, {48, formFixed}, {56, formFixed},
 	{24, formSlide}, {32, formSlide}, {40, formSlide}, {48, formSlide}, {56, formSlide},
 	{24, formBucket}, {32, formBucket}, {40, formBucket}, {48, formBucket}, {56, formBucket}}
+
+// The slab classes must fit a slot's class bits.
+var _ [1<<slotClassBits - len(slabClasses)]struct{}
 
 // spillClass is the slab of keys whose bytes are in a chunk: a wide record's 14 bytes
 // of room hold the chunk's number, the key's length and the chunk's class.

@@ -456,15 +456,18 @@ func TestMemoryUsage(t *testing.T) {
 	if _, err := s.Do(key16, request(algo.KindToken, 10, sec), t0); err != nil {
 		t.Fatal(err)
 	}
-	// 40 (a bucket record with 21 bytes of key room) + 8*16 buckets/1 key (index) + 16/16 (the group's wheel id)
-	if got, ok := s.MemoryUsage(key16, t0); !ok || got != 40+128+1 {
-		t.Fatalf("MemoryUsage = %d, %v; want %d", got, ok, 40+128+1)
+	// 40 (a bucket record with 21 bytes of key room) + the index's 16 buckets and padding
+	// over 1 key + 16/16 (the group's wheel id)
+	table := minBuckets*idxBucket + idxPad
+	if got, ok := s.MemoryUsage(key16, t0); !ok || got != int64(40+table+1) {
+		t.Fatalf("MemoryUsage = %d, %v; want %d", got, ok, 40+table+1)
 	}
 	// A key too long for any record's room: a 40-byte record and a chunk.
 	long := bytes.Repeat([]byte("k"), maxInlineKey+1)
 	s.Do(long, request(algo.KindToken, 10, sec), t0)
-	if got, ok := s.MemoryUsage(long, t0); !ok || got != int64(40+classSizes[classFor(len(long))]+64+1) {
-		t.Fatalf("MemoryUsage of a %d-byte key = %d, %v; want %d", len(long), got, ok, 40+classSizes[classFor(len(long))]+64+1)
+	want := 40 + classSizes[classFor(len(long))] + (table+1)/2 + 1
+	if got, ok := s.MemoryUsage(long, t0); !ok || got != int64(want) {
+		t.Fatalf("MemoryUsage of a %d-byte key = %d, %v; want %d", len(long), got, ok, want)
 	}
 	if _, ok := s.MemoryUsage([]byte("absent"), t0); ok {
 		t.Fatal("MemoryUsage of an absent key")
@@ -477,8 +480,8 @@ func TestMemoryUsage(t *testing.T) {
 	}
 	// 100 steps of 600 ms: a header byte, then 21 bits for each entry but the first
 	// (k = 18: q = 2); the token key has gone, so this key has the 16 buckets to itself.
-	want := int64(40 + classSizes[classFor(len("log")+1+(99*21+7)/8)] + 16*8 + 1)
-	if got, _ := s.MemoryUsage([]byte("log"), t0+99*600*ms); got != want {
+	want = 40 + classSizes[classFor(len("log")+1+(99*21+7)/8)] + table + 1
+	if got, _ := s.MemoryUsage([]byte("log"), t0+99*600*ms); got != int64(want) {
 		t.Fatalf("MemoryUsage of a 100-entry log = %d, want %d", got, want)
 	}
 }
