@@ -69,6 +69,7 @@ var (
 	errKeyTooLong = &replyError{reply.KeyTooLong}
 	errLogLimit   = &replyError{reply.LogLimit}
 	errOOM        = &replyError{"OOM command not allowed when used memory > 'maxmemory'."}
+	errShardFull  = &replyError{"OOM the key's shard holds 67108864 keys of its size: run rlserver with more -shards"}
 	errSameKey    = &replyError{reply.SameKey}
 )
 
@@ -128,6 +129,8 @@ func ErrorReply(err error) string {
 		return errLogLimit.text
 	case errors.Is(err, store.ErrOOM):
 		return errOOM.text
+	case errors.Is(err, store.ErrShardFull):
+		return errShardFull.text
 	case errors.Is(err, store.ErrSameKey):
 		return errSameKey.text
 	}

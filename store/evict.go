@@ -51,9 +51,13 @@ const maxEvictPerCreate = 16
 // makeRoom is called before a new key at placement p is created. Under the
 // budget it does nothing. Over it, it evicts the keys due soonest until the new key
 // fits in memory already held (PolicyVolatileTTL), or refuses with ErrOOM
-// (PolicyNoEviction). Capacity never shrinks, so "fits" is about growth: a create
+// (PolicyNoEviction). A slab that cannot number another record refuses with
+// ErrShardFull. Capacity never shrinks, so "fits" is about growth: a create
 // that reuses a free record, bucket and chunk costs nothing, however full the shard.
 func (sh *shard) makeRoom(p placement, now int64) error {
+	if sh.slabs[p.rec].full() {
+		return ErrShardFull
+	}
 	if sh.budget == 0 {
 		return nil
 	}

@@ -410,6 +410,9 @@ func (s *slab) alloc() uint32 {
 	return uint32(s.n - 1)
 }
 
+// full reports whether the slab holds as many records as a slot can number.
+func (s *slab) full() bool { return s.free == 0 && s.n > slotIndexMask }
+
 // grownLen is the record capacity the slab grows to: an eighth more, exactly, at least
 // 64. Append's rounding left 23% slack at 1M keys over 64 shards; an eighth averages
 // 6%, for 8 copies of a record over its life. The old array is unmapped once copied,

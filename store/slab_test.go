@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -160,5 +161,29 @@ func TestCompactFormLimits(t *testing.T) {
 				t.Fatalf("records of forms %v, want both %d and wide", forms, want)
 			}
 		})
+	}
+}
+
+// A slab that numbers as many records as a slot can refuses a new key of its size,
+// with ErrShardFull and nothing written, where its number would have run into the
+// slot's class bits; keys of other sizes and existing keys go on.
+func TestSlabFull(t *testing.T) {
+	s := newStore(t, Config{Shards: 1})
+	r := request(algo.KindGCRA, 10, sec)
+	if _, err := s.Do([]byte("old"), r, t0); err != nil {
+		t.Fatal(err)
+	}
+	full := &s.shards[0].slabs[placementFor(3, algo.KindGCRA, 0, 0, 0, 0).rec]
+	n := full.n
+	full.n = slotIndexMask + 1 // as if 2^26 records had been handed out
+	defer func() { full.n = n }()
+	if _, err := s.Do([]byte("new"), r, t0); !errors.Is(err, ErrShardFull) || s.Exists([]byte("new"), t0) {
+		t.Fatalf("a new key in a full slab: %v, exists %v; want ErrShardFull and no key", err, s.Exists([]byte("new"), t0))
+	}
+	if d, err := s.Do([]byte("old"), r, t0); err != nil || d.Remaining != 8 {
+		t.Fatalf("the existing key: %+v, %v; want decided, 8 remaining", d, err)
+	}
+	if _, err := s.Do([]byte("a longer key, another slab"), r, t0); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -351,7 +351,11 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 		}
 		sh.remove(p, slot)
 	}
-	slot := sh.create(key, tag, kind, placementFor(len(key), kind, a, b, deadline, len(tail)))
+	p := placementFor(len(key), kind, a, b, deadline, len(tail))
+	if sh.slabs[p.rec].full() {
+		return 0, false, ErrShardFull
+	}
+	slot := sh.create(key, tag, kind, p)
 	if hasTail(kind) {
 		copy(sh.tailRoom(sh.at(slot), len(tail)), tail)
 	}

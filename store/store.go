@@ -90,6 +90,10 @@ var (
 	// ErrOOM is returned under PolicyNoEviction for a request that would create a key
 	// past the memory budget.
 	ErrOOM = errors.New("store: new key past MaxMemory")
+	// ErrShardFull is returned for a request that would create a key in a shard whose
+	// slab of the key's record size holds as many records as a slot numbers, 2^26:
+	// 64M keys of one size in a shard, which only a store of few shards reaches.
+	ErrShardFull = errors.New("store: shard full for keys of this size")
 	// ErrSameKey is returned by DoAll for two rules on one key: the rules would see
 	// each other's writes, and the reply could not say which rule consumed what.
 	ErrSameKey = errors.New("store: two rules on one key")
