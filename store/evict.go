@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+
+	"github.com/rlserver/rlserver/ttl"
 )
 
 // Policy is what a shard does when a new key would take it past its share of
@@ -76,12 +78,20 @@ func (sh *shard) makeRoom(p placement, now int64) error {
 	return nil
 }
 
+// noWheel is an empty wheel, read by growthFor for a slab not yet in use.
+var noWheel ttl.Wheel
+
 // growthFor is the memory creating a key at placement p would add now.
 func (sh *shard) growthFor(p placement) int64 {
 	s := &sh.slabs[p.rec]
 	n := s.growth()
 	if s.free == 0 {
-		n += sh.wheels[p.rec].BytesToSchedule(uint32(max(s.n, 1))>>groupShift + 1)
+		w := sh.wheels[p.rec]
+		if w == nil {
+			w = &noWheel // what create would make
+			n += w.Bytes()
+		}
+		n += w.BytesToSchedule(uint32(max(s.n, 1))>>groupShift + 1)
 	}
 	n += sh.index.growth()
 	if p.chunk >= 0 && !sh.chunks.hasFree(uint8(p.chunk)) {
@@ -110,7 +120,7 @@ func (sh *shard) evictOne(now int64) bool {
 		if best < 0 {
 			return false
 		}
-		s, w := &sh.slabs[best], &sh.wheels[best]
+		s, w := &sh.slabs[best], sh.wheels[best]
 		first, second := s.earliest(bestID)
 		switch {
 		case first == 0:

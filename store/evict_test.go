@@ -56,7 +56,7 @@ func fixedKey(t *testing.T, s *Store, key string, window, now int64) error {
 
 // Filling past the budget evicts the keys closest to fresh and keeps memory bounded.
 func TestEvictVolatileTTL(t *testing.T) {
-	const budget = 96 << 10
+	const budget = 64 << 10
 	s := newStore(t, Config{Shards: 1, MaxMemory: budget})
 	groups := []struct {
 		prefix string
