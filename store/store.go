@@ -9,13 +9,15 @@
 // rule, and writes only if all admit.
 //
 // Within a shard nothing holds a pointer per key (the layout of
-// VictoriaMetrics/fastcache). A key is one fixed-size record (slab.go): its two state
-// words, its exact deadline (µs), its kind and, when it fits, the key itself, in a slab
-// of records of one stride (32 to 64 bytes, so a 13-byte key takes 40 and a 30-byte key
-// 56). Longer keys, and RL.LOG's log and a lease set after their key, are in size-class
-// chunks carved from 16 KiB pages (chunks.go). An open-addressing index of 5-byte
-// buckets (Robin Hood, index.go) maps a key's hash to its record. Each slab has a
-// timing wheel (package ttl) with one id per 16 records, due at the earliest of their
+// VictoriaMetrics/fastcache). A key is one fixed-size record (slab.go): its state, its
+// exact deadline (µs) or what gives it, its kind and, when it fits, the key itself, in
+// a slab of records of one form and stride (16 to 64 bytes). Each kind but RL.LOG and
+// leases has a compact form, so a 13-byte key takes 24 bytes (GCRA, LEAKY, THROTTLE)
+// or 32 (FIXED, SLIDE, TOKEN); a state its compact form cannot hold takes a wide
+// record, 40. Longer keys, and RL.LOG's log and a lease set after their key, are in
+// size-class chunks carved from 16 KiB pages (chunks.go). An open-addressing index of
+// 5-byte buckets (Robin Hood, index.go) maps a key's hash to its record. Each slab has
+// a timing wheel (package ttl) with one id per 16 records, due at the earliest of their
 // deadlines: the wheel costs 1 byte a key instead of 16, and a group that comes due is
 // scanned whole.
 // A key is removed when its state is fresh again: lookups treat a key whose deadline
@@ -29,19 +31,16 @@
 //
 // What a counter or bucket key costs, by construction, with a 13-byte name:
 //
-//	record   40   B  a, b (16), deadline (8), meta (2), the key in 14 bytes of room
+//	record   24 or 32 B  the state, the deadline or what gives it, the key's length, the key
 //	index     5.6-6.9 B  one 5-byte bucket at load 0.72-0.9 (map[uint64]uint32: 36 B)
 //	wheel     1   B  16 bytes (deadline, two links) per group of 16 records
 //	slack     0-5 B  a slab grows by an eighth; capacity not yet touched is not resident
 //
-// At 1M keys over 64 shards each shard's index has 18803 buckets, 6.0 B a key; the
-// 8-byte buckets before took 9.6, and TestMemoryPerUser's store bytes per RL.TOKEN
-// user went from 53.2 to 49.6 (RSS 52.6 to 49.6). The README's memory section has the
-// measured figures against Redis and the commands that reproduce them. The floor of
-// any layout is the key, the state and an exact deadline, 37 B here; the record rounds
-// that to 40 and the index adds 6. Going lower means packing per kind (a GCRA state is
-// its deadline; a count fits 4 bytes) or open addressing straight over the records,
-// which the wheel's stable record numbers and SCAN's cursor rule out for now.
+// At 1M keys over 64 shards each shard's index has 18803 buckets, 6.0 B a key, where
+// 8-byte buckets took 9.6. The README's memory section has the measured figures
+// against Redis and the commands that reproduce them. Going lower would mean open
+// addressing straight over the records, which the wheel's stable record numbers and
+// SCAN's cursor rule out for now.
 //
 // RL.LOG's log and a lease set live in the key's chunk after the key (shard.placeTail):
 // word a holds the first entry's time or the first lease's deadline, b the encoded
