@@ -168,8 +168,18 @@ func (e entry) fixed() *fixedRecord   { return (*fixedRecord)(e.p) }
 func (e entry) slide() *slideRecord   { return (*slideRecord)(e.p) }
 func (e entry) bucket() *bucketRecord { return (*bucketRecord)(e.p) }
 
-// compactKeyLen is a compact form's key length + 1, 0 on a free record.
-func (e entry) compactKeyLen() *uint8 { return (*uint8)(unsafe.Add(e.p, 18)) }
+// compactKeyLen is a compact form's key length + 1, 0 on a free record: at the same
+// offset in all three (checked below).
+func (e entry) compactKeyLen() *uint8 { return (*uint8)(unsafe.Add(e.p, compactKeyLenAt)) }
+
+const compactKeyLenAt = unsafe.Offsetof(fixedRecord{}.keyLen)
+
+var (
+	_ [compactKeyLenAt - unsafe.Offsetof(slideRecord{}.keyLen)]struct{}
+	_ [unsafe.Offsetof(slideRecord{}.keyLen) - compactKeyLenAt]struct{}
+	_ [compactKeyLenAt - unsafe.Offsetof(bucketRecord{}.keyLen)]struct{}
+	_ [unsafe.Offsetof(bucketRecord{}.keyLen) - compactKeyLenAt]struct{}
+)
 
 // formKinds are the kinds of the compact forms whose kind is their form's.
 var formKinds = [...]algo.Kind{formFixed: algo.KindFixed, formSlide: algo.KindSlide, formBucket: algo.KindToken}
