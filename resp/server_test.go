@@ -70,11 +70,13 @@ func TestCommandIntrospection(t *testing.T) {
 			}[proto] + "] []]]"},
 			{"COMMAND DOCS cl.throttle", map[int]string{
 				3: "{cl.throttle:{arguments:[{key_spec_index:0 name:key type:key} {name:max_burst type:integer} " +
-					"{name:count_per_period type:integer} {name:period_s type:integer} {flags:[optional] name:quantity type:integer}] " +
+					"{name:count_per_period type:integer} {name:period_s type:integer} {arguments:[{name:quantity type:integer} " +
+					"{name:refund token:REFUND type:integer}] flags:[optional] name:amount type:oneof}] " +
 					"complexity:O(1) group:ratelimit since:1.0.0 summary:" + commandIndex["cl.throttle"].summary + "}}",
 				2: "[cl.throttle [summary " + commandIndex["cl.throttle"].summary + " since 1.0.0 group ratelimit complexity O(1) " +
 					"arguments [[name key type key key_spec_index 0] [name max_burst type integer] " +
-					"[name count_per_period type integer] [name period_s type integer] [name quantity type integer flags [optional]]]]]",
+					"[name count_per_period type integer] [name period_s type integer] [name amount type oneof flags [optional] " +
+					"arguments [[name quantity type integer] [name refund type integer token REFUND]]]]]]",
 			}[proto]},
 		})
 	}
