@@ -61,7 +61,8 @@ type Request struct {
 	// Spend makes RL.FIXED count a refused call's cost too, and refuse any call, one
 	// of cost 0 included, whose count would then be past the limit: envoyproxy/
 	// ratelimit's INCRBY-then-compare, which package policy's default mode reproduces.
-	// No command sets it.
+	// Remaining is then the limit minus the count after the call, negative past the
+	// limit, so that the caller knows the count. No command sets it.
 	Spend bool
 }
 

@@ -432,7 +432,7 @@ func TestFixedSpend(t *testing.T) {
 		allowed bool
 		rem     int64
 		count   int64
-	}{{true, 2, 1}, {true, 1, 2}, {true, 0, 3}, {false, 0, 4}, {false, 0, 5}} {
+	}{{true, 2, 1}, {true, 1, 2}, {true, 0, 3}, {false, -1, 4}, {false, -2, 5}} {
 		var d Decision
 		s, d = Fixed(s, r, now)
 		if d.Allowed != want.allowed || d.Remaining != want.rem || s.Count != want.count || !d.Write {

@@ -28,6 +28,9 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 		after += cost
 	}
 	d := Decision{Allowed: allowed, Limit: limit, Remaining: max(0, limit-after), FreshAt: now}
+	if r.Spend {
+		d.Remaining = limit - after
+	}
 	switch {
 	case allowed:
 	case cost > limit:
