@@ -74,6 +74,9 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 	d := p.domains[req.Domain]
 	if d == nil {
 		e.unknown.Add(1)
+		for i := range resp.Statuses {
+			resp.Statuses[i].Code = CodeOK
+		}
 		return resp, nil
 	}
 	var buf [8]planned
@@ -114,7 +117,7 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 		pl.req = pl.r.req
 		pl.req.Cost = int64(pl.hits)
 		pl.req.Spend = pl.r.kind == algo.KindFixed && !d.allOrNothing
-		if err := pl.req.CheckSchedule(); err != nil {
+		if err := checkSchedule(pl.req); err != nil {
 			return Response{}, fmt.Errorf("%w: descriptor %d: hits %d: %v", ErrInvalidRequest, i, pl.hits, err)
 		}
 		start := len(keys)
@@ -324,4 +327,13 @@ func resetAfter(r *rule, d algo.Decision, now int64) time.Duration {
 		return time.Duration(sec-(now/1e6)%sec) * time.Second
 	}
 	return time.Duration(w-now%w) * time.Microsecond
+}
+
+// checkSchedule is algo's CheckSchedule for the kinds it bounds (it divides by the
+// limit, which a fixed window may have 0).
+func checkSchedule(r algo.Request) error {
+	if r.Kind == algo.KindGCRA || r.Kind == algo.KindLeaky {
+		return r.CheckSchedule()
+	}
+	return nil
 }
