@@ -245,7 +245,6 @@ func TestDecideRefusesBadInput(t *testing.T) {
 		{"long domain", Request{Domain: strings.Repeat("d", 300), Descriptors: []Descriptor{good}}, "domain longer than 256 bytes"},
 		{"deep descriptor", Request{Domain: "rl", Descriptors: []Descriptor{{Entries: make([]Entry, 33)}}}, "33 entries, more than 32"},
 		{"huge hits", Request{Domain: "rl", Hits: 1 << 41, Descriptors: []Descriptor{good}}, "hits_addend 2199023255552 above"},
-		{"negative hits", Request{Domain: "rl", Descriptors: []Descriptor{good, {Entries: good.Entries, Hits: 1, Negative: true}}}, "negative hits are not supported yet"},
 		{"override unit", Request{Domain: "rl", Descriptors: []Descriptor{good, {Entries: good.Entries, Limit: &Override{5, UnitUnknown}}}}, "limit override with unit 0"},
 	} {
 		_, err := e.Decide(tc.req, t0)
@@ -359,5 +358,40 @@ func TestTopRefused(t *testing.T) {
 	vals := e.stats[statsKey{"rl", "user"}].top.Top(detailedTop)
 	if len(vals) != 10 || vals[0].Key != "user=t" || vals[9].Key != "user=k" {
 		t.Fatalf("detailed top values: %+v", vals)
+	}
+}
+
+// TestNegativeHits checks that negative hits give back what was spent, never past the
+// limit, and are never refused.
+func TestNegativeHits(t *testing.T) {
+	e, _ := newEngine(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n")
+	decide := func(hits uint64, negative bool) Status {
+		t.Helper()
+		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, Negative: negative}}}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Statuses[0]
+	}
+	if s := decide(4, false); s.Remaining != 1 {
+		t.Fatalf("spend 4: remaining %d", s.Remaining)
+	}
+	if s := decide(3, true); s.Code != CodeOK || s.Remaining != 4 {
+		t.Fatalf("give back 3: %+v, want remaining 4", s)
+	}
+	if s := decide(100, true); s.Code != CodeOK || s.Remaining != 5 {
+		t.Fatalf("give back 100: %+v, want remaining 5 (the limit)", s)
+	}
+	if s := decide(5, false); s.Code != CodeOK || s.Remaining != 0 {
+		t.Fatalf("spend 5 after the refunds: %+v", s)
+	}
+	// Past the limit (the refused hits counted): a refund takes the count down from
+	// where it is, as DECRBY would.
+	decide(3, false) // count 8
+	if s := decide(2, true); s.Remaining != 0 {
+		t.Fatalf("count 8 less 2: %+v, want remaining 0", s)
+	}
+	if s := decide(4, true); s.Remaining != 3 {
+		t.Fatalf("count 6 less 4: %+v, want remaining 3", s)
 	}
 }
