@@ -21,6 +21,11 @@ const settle = 50 * time.Millisecond
 // in force, logs the error and counts a load error; one that loads is put in force
 // (SetPolicy) and counted. Watch returns at once with an error if it cannot watch.
 func Watch(ctx context.Context, path string, e *Engine, log *slog.Logger) error {
+	return watch(ctx, path, e, log, nil)
+}
+
+// watch is Watch, closing ready (if not nil) once the directories are watched.
+func watch(ctx context.Context, path string, e *Engine, log *slog.Logger, ready chan<- struct{}) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -33,6 +38,9 @@ func Watch(ctx context.Context, path string, e *Engine, log *slog.Logger) error 
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	if ready != nil {
+		close(ready)
+	}
 	for {
 		select {
 		case <-ctx.Done():
