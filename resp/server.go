@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/topk"
+	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/store"
 	"github.com/tidwall/redcon"
 )
@@ -122,6 +124,11 @@ type Config struct {
 	// ReplicaPriority is Sentinel's replica priority (INFO slave_priority): lower is
 	// promoted first; 0 means Redis's default 100, a negative value 0 (never promoted).
 	ReplicaPriority int
+
+	// Policy, if set, is the policy (-limits) RL.POLICY decides by, on the server's
+	// store; Server.Policy is its engine, for the other fronts and policy.Watch. Nil:
+	// RL.POLICY and RL.LIMITS answer that no policy is in force.
+	Policy *policy.Policy
 }
 
 // Errors returned by Server methods.
@@ -180,6 +187,9 @@ type Server struct {
 	ps      pubsub        // pubsub.go
 	mon     monitors      // monitor.go
 	slow    slowlog       // slowlog.go
+
+	policy  *policy.Engine // Config.Policy's engine; nil without one (cmd_policy.go)
+	refused *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
 }
 
 // NewServer validates cfg and returns a Server, not yet listening, with an empty
@@ -267,6 +277,10 @@ func NewServer(cfg Config) (*Server, error) {
 
 		tlsConfig: tlsConfig,
 	}
+	if cfg.Policy != nil {
+		s.policy = policy.NewEngine(st, cfg.Policy)
+	}
+	s.refused = newRefused()
 	s.tun.Store(initialTunables(cfg))
 	s.statBase.Store(&statCounters{})
 	s.persist.retick = make(chan struct{}, 1)
@@ -287,6 +301,10 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Policy is the engine deciding by Config.Policy on the server's store, nil without
+// one: the gRPC and HTTP fronts decide through it too, and policy.Watch reloads it.
+func (s *Server) Policy() *policy.Engine { return s.policy }
 
 // Serve accepts connections on ln and serves them until Close or SHUTDOWN, then
 // closes ln and every connection, waits for the commands under way, writes the
