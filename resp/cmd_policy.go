@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/reply"
 	"github.com/rlserver/rlserver/internal/topk"
 	"github.com/rlserver/rlserver/policy"
 )
@@ -17,16 +18,16 @@ import (
 // The policy commands' own error replies.
 var (
 	errNoPolicy      = &replyError{"ERR no policy in force: start rlserver with -limits"}
-	errNoDescriptor  = &replyError{"ERR RL.POLICY needs at least one DESCRIPTOR"}
-	errEntryPairs    = &replyError{"ERR a descriptor's entries are key value pairs"}
-	errNoEntries     = &replyError{"ERR a DESCRIPTOR needs at least one key value pair"}
-	errPolicyLimit   = &replyError{"ERR requests_per_unit must be an integer between 1 and 4294967295"}
-	errPolicyUnit    = &replyError{"ERR unit must be second, minute, hour, day, week, month or year"}
-	errHitsRequest   = &replyError{"ERR hits must be an integer between 1 and " + strconv.FormatInt(policy.MaxHits, 10)}
-	errHitsDesc      = &replyError{"ERR hits must be an integer between 0 and " + strconv.FormatInt(policy.MaxHits, 10)}
+	errNoDescriptor  = &replyError{reply.NoDescriptor}
+	errEntryPairs    = &replyError{reply.EntryPairs}
+	errNoEntries     = &replyError{reply.NoEntries}
+	errPolicyLimit   = &replyError{reply.PolicyLimit}
+	errPolicyUnit    = &replyError{reply.PolicyUnit}
+	errHitsRequest   = &replyError{reply.HitsBetween("1", strconv.FormatInt(policy.MaxHits, 10))}
+	errHitsDesc      = &replyError{reply.HitsBetween("0", strconv.FormatInt(policy.MaxHits, 10))}
 	errTopCount      = &replyError{"ERR count must be an integer between 1 and " + strconv.Itoa(maxTopCount)}
 	errPolicyRefund  = refundError(policy.MaxHits)
-	errHitsAndRefund = &replyError{"ERR a DESCRIPTOR takes HITS or REFUND, not both"}
+	errHitsAndRefund = &replyError{reply.HitsAndRefund}
 )
 
 // Refusals of the RL.* commands the server counts for RL.TOP: the last minute, in
@@ -152,7 +153,8 @@ func cmdPolicy(s *Server, c *client, args [][]byte, now int64) {
 	resp, err := s.policy.Decide(req, now)
 	if err != nil {
 		if errors.Is(err, policy.ErrInvalidRequest) {
-			err = &replyError{"ERR " + strings.TrimPrefix(err.Error(), "policy: ")}
+			reason := strings.TrimPrefix(err.Error(), policy.ErrInvalidRequest.Error()+": ")
+			err = &replyError{reply.InvalidRequest(reason)}
 		}
 		c.writeError(ErrorReply(err))
 		return
