@@ -38,6 +38,7 @@ const (
 	topBuckets  = 6
 	defaultTop  = 10
 	maxTopCount = 1000
+	maxTopKey   = 256 // bytes of a key RL.TOP keeps
 )
 
 // newRefused is the window of the keys RL.* commands refused.
@@ -262,6 +263,9 @@ func (s *Server) noteRefused(req algo.Request, key []byte, now int64) {
 	scope := req.Kind.Command()
 	if req.Cell && req.Kind == algo.KindGCRA {
 		scope = "gcra"
+	}
+	if len(key) > maxTopKey {
+		key = key[:maxTopKey] // the sketch holds its keys: a 256 MB key must not be one
 	}
 	s.refused.Add(scope+"\x00"+string(key), 1, now)
 }

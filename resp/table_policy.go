@@ -78,7 +78,8 @@ var policyCommands = []*command{
 			"descriptor (scope its domain, name its entries as `key=value,key2=value2`), and refused " +
 			"the calls (descriptors: hits) refused in the last minute. The counts come from bounded " +
 			"heavy-hitter sketches (Space-Saving, 256 keys per 10 s): exact for the keys that stand " +
-			"out, an overestimate by at most the share of the rest. `COUNT n` is 1 to 1000, default 10.",
+			"out, an overestimate by at most the share of the rest; a key is kept to its first 256 bytes. " +
+			"`COUNT n` is 1 to 1000, default 10.",
 		examples: []example{
 			{"RL.FIXED login:mallory 1 60000", "1 1 0 0 60000"},
 			{"RL.FIXED login:mallory 1 60000", "0 1 0 60000 60000"},
