@@ -363,6 +363,7 @@ func (l *loader) rule(yd yamlDescriptor, path string) (*rule, error) {
 	if err := r.checkAlgorithm(burst); err != nil {
 		return nil, at("%s", err)
 	}
+	r.limit()
 	return r, nil
 }
 

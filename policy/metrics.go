@@ -53,8 +53,7 @@ func (e *Engine) statsFor(r *rule) *ruleStats {
 // an admitted call's, those past the near threshold are near limit. A refused
 // descriptor is also counted in the refused-most window, and under detailed_metric
 // in its rule's top values.
-func (e *Engine) count(pl *planned, entries []Entry, over bool, before, after, hits uint64, now int64) {
-	r := pl.r
+func (e *Engine) count(r *rule, entries []Entry, over bool, before, after, hits uint64, now int64) {
 	st := r.stats.Load()
 	if st == nil || r.detailed && st.top == nil {
 		st = e.statsFor(r)
