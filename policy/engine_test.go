@@ -438,3 +438,28 @@ rlserver_policy_detailed_over_limit{descriptor="user",domain="rl",value="user=u1
 		t.Fatal(err)
 	}
 }
+
+// TestHugeCounts checks that counts far past the limit (refused hits counted) are
+// stored and read back whole: the store widens the record, the count never wraps.
+func TestHugeCounts(t *testing.T) {
+	e, _ := newEngine(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 5}\n")
+	for i, hits := range []uint64{MaxHits, MaxHits, 0} {
+		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, HitsSet: true}}}, t0)
+		if err != nil || r.Overall != CodeOverLimit {
+			t.Fatalf("call %d: %+v %v", i, r, err)
+		}
+	}
+	if over := e.stats[statsKey{"d", "k"}].over.Load(); over != 2*MaxHits-5 {
+		t.Fatalf("over-limit hits %d, want %d", over, uint64(2*MaxHits-5))
+	}
+	// Giving back all but 3 of them leaves 2 requests of room.
+	for _, hits := range []uint64{MaxHits, MaxHits - 3} {
+		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, Negative: true}}}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hits != MaxHits && r.Statuses[0].Remaining != 2 {
+			t.Fatalf("refund: %+v", r)
+		}
+	}
+}
