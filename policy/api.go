@@ -74,7 +74,7 @@ type Limit struct {
 // Status is one descriptor's answer.
 type Status struct {
 	Code       Code
-	Limit      *Limit // nil: no rule matched, or the rule is unlimited (as envoyproxy/ratelimit)
+	Limit      *Limit // nil: no rule matched, or the rule is unlimited (as envoyproxy/ratelimit); shared, read only
 	Remaining  uint32
 	ResetAfter time.Duration // duration_until_reset
 	RetryAfter time.Duration // for Retry-After headers; 0 when OK

@@ -50,7 +50,7 @@ type planned struct {
 	r         *rule
 	unlimited bool
 	shared    []string
-	key       []byte
+	from, to  int // the state key: keys[from:to] (offsets, so the key buffer stays on the stack)
 	req       algo.Request
 	hits      uint64
 	refund    bool // Negative: the hits are given back
@@ -106,7 +106,8 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 		dropReplaced(plan)
 	}
 	// Every request is checked before any is charged, so a bad one spends nothing.
-	var keys []byte
+	var kb [512]byte
+	keys := kb[:0]
 	for i := range plan {
 		pl := &plan[i]
 		if pl.r == nil {
@@ -123,23 +124,15 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 		if err := checkSchedule(pl.req); err != nil {
 			return Response{}, fmt.Errorf("%w: descriptor %d: hits %d: %v", ErrInvalidRequest, i, pl.hits, err)
 		}
-		start := len(keys)
+		pl.from = len(keys)
 		keys = appendKey(keys, d.name, req.Descriptors[i].Entries, pl.shared, pl.r.kind.String()[3:], pl.r.window)
-		pl.key = keys[start:len(keys):len(keys)]
-	}
-	// keys may have moved as it grew: cut the final slices again.
-	off := 0
-	for i := range plan {
-		if n := len(plan[i].key); n > 0 {
-			plan[i].key = keys[off : off+n : off+n]
-			off += n
-		}
+		pl.to = len(keys)
 	}
 	var err error
 	if d.allOrNothing {
-		err = e.decideAll(plan, now)
+		err = e.decideAll(plan, keys, now)
 	} else {
-		err = e.decideEach(plan, now)
+		err = e.decideEach(plan, keys, now)
 	}
 	if err != nil {
 		return Response{}, err
@@ -205,13 +198,13 @@ func dropReplaced(plan []planned) {
 }
 
 // decideEach charges each descriptor on its own.
-func (e *Engine) decideEach(plan []planned, now int64) error {
+func (e *Engine) decideEach(plan []planned, keys []byte, now int64) error {
 	for i := range plan {
 		pl := &plan[i]
 		if pl.r == nil {
 			continue
 		}
-		d, err := e.st.Do(pl.key, pl.req, now)
+		d, err := e.st.Do(keys[pl.from:pl.to], pl.req, now)
 		if err != nil {
 			return err
 		}
@@ -223,14 +216,14 @@ func (e *Engine) decideEach(plan []planned, now int64) error {
 // decideAll charges every enforcing descriptor or none, by store.DoAll, RL.ALL's
 // atomic path; then the shadow and quota ones, which never refuse a request, are
 // charged if the others were and only looked at (PEEK) if not.
-func (e *Engine) decideAll(plan []planned, now int64) error {
+func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 	var rules [algo.MaxRules]algo.Rule
 	var ds [algo.MaxRules]algo.Decision
 	var idx [algo.MaxRules]int
 	n := 0
 	for i := range plan {
 		if pl := &plan[i]; pl.r != nil && !pl.r.shadow && !pl.r.quota {
-			rules[n], idx[n] = algo.Rule{Key: pl.key, Req: pl.req}, i
+			rules[n], idx[n] = algo.Rule{Key: keys[pl.from:pl.to:pl.to], Req: pl.req}, i
 			n++
 		}
 	}
@@ -252,7 +245,7 @@ func (e *Engine) decideAll(plan []planned, now int64) error {
 		if pl := &plan[i]; pl.r != nil && (pl.r.shadow || pl.r.quota) {
 			r := pl.req
 			r.Peek = !all
-			d, err := e.st.Do(pl.key, r, now)
+			d, err := e.st.Do(keys[pl.from:pl.to], r, now)
 			if err != nil {
 				return err
 			}
@@ -306,7 +299,7 @@ func (e *Engine) status(pl *planned, entries []Entry, now int64) Status {
 		s.Remaining = 0
 	}
 	s.ResetAfter = resetAfter(r, d, now)
-	e.count(pl, entries, over, before, after, hits, now)
+	e.count(r, entries, over, before, after, hits, now)
 	switch {
 	case !over || r.shadow:
 	case r.quota:

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -393,5 +395,71 @@ func TestNegativeHits(t *testing.T) {
 	}
 	if s := decide(4, true); s.Remaining != 3 {
 		t.Fatalf("count 6 less 4: %+v, want remaining 3", s)
+	}
+}
+
+// TestCollector gathers the metrics through a Prometheus registry.
+func TestCollector(t *testing.T) {
+	e, _ := newEngine(t, rlPolicy)
+	for i := 0; i < 3; i++ {
+		if _, err := e.Decide(Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x"), desc("user", "u1")}}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Decide(Request{Domain: "nope", Descriptors: []Descriptor{desc("foo", "x")}}, t0)
+	e.LoadResult(nil)
+	e.LoadResult(errors.New("bad"))
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(e.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := testutil.GatherAndCount(reg)
+	if err != nil || got == 0 {
+		t.Fatalf("gather: %d, %v", got, err)
+	}
+	expected := `
+# HELP rlserver_policy_over_limit_total Hits over the limit (shadow mode included).
+# TYPE rlserver_policy_over_limit_total counter
+rlserver_policy_over_limit_total{descriptor="foo",domain="rl"} 1
+rlserver_policy_over_limit_total{descriptor="user",domain="rl"} 2
+# HELP rlserver_policy_loads_total Policy loads, by result.
+# TYPE rlserver_policy_loads_total counter
+rlserver_policy_loads_total{result="error"} 1
+rlserver_policy_loads_total{result="success"} 1
+# HELP rlserver_policy_unknown_domain_total Requests of a domain the policy lacks.
+# TYPE rlserver_policy_unknown_domain_total counter
+rlserver_policy_unknown_domain_total 1
+# HELP rlserver_policy_detailed_over_limit Estimated hits over the limit of the 10 values refused most, per detailed_metric rule.
+# TYPE rlserver_policy_detailed_over_limit gauge
+rlserver_policy_detailed_over_limit{descriptor="user",domain="rl",value="user=u1"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), "rlserver_policy_over_limit_total",
+		"rlserver_policy_loads_total", "rlserver_policy_unknown_domain_total", "rlserver_policy_detailed_over_limit"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHugeCounts checks that counts far past the limit (refused hits counted) are
+// stored and read back whole: the store widens the record, the count never wraps.
+func TestHugeCounts(t *testing.T) {
+	e, _ := newEngine(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 5}\n")
+	for i, hits := range []uint64{MaxHits, MaxHits, 0} {
+		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, HitsSet: true}}}, t0)
+		if err != nil || r.Overall != CodeOverLimit {
+			t.Fatalf("call %d: %+v %v", i, r, err)
+		}
+	}
+	if over := e.stats[statsKey{"d", "k"}].over.Load(); over != 2*MaxHits-5 {
+		t.Fatalf("over-limit hits %d, want %d", over, uint64(2*MaxHits-5))
+	}
+	// Giving back all but 3 of them leaves 2 requests of room.
+	for _, hits := range []uint64{MaxHits, MaxHits - 3} {
+		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, Negative: true}}}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hits != MaxHits && r.Statuses[0].Remaining != 2 {
+			t.Fatalf("refund: %+v", r)
+		}
 	}
 }

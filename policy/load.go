@@ -168,11 +168,11 @@ func parseDomain(file string, data []byte) (*domain, error) {
 
 // yamlDescriptor is one descriptor as the file gives it.
 type yamlDescriptor struct {
-	key, value                                       string
-	rateLimit                                        *yaml.Node
-	rateLimitKey                                     *yaml.Node
-	children                                         []*yaml.Node
-	shadow, quota, detailed, valueToMetric, shareAll bool
+	key, value                        string
+	rateLimit                         *yaml.Node
+	rateLimitKey                      *yaml.Node
+	children                          []*yaml.Node
+	shadow, quota, detailed, shareAll bool
 }
 
 // descriptors loads one level, as envoyproxy/ratelimit's loadDescriptors does, with
@@ -206,7 +206,8 @@ func (l *loader) descriptors(parent *node, parentKey string, descs []*yaml.Node,
 			case "detailed_metric":
 				yd.detailed, err = asBool(k, v)
 			case "value_to_metric":
-				yd.valueToMetric, err = asBool(k, v)
+				// Read for its type only: the metrics here are per rule (docs/policies.md).
+				_, err = asBool(k, v)
 			case "share_threshold":
 				yd.shareAll, err = asBool(k, v)
 			}
@@ -363,6 +364,7 @@ func (l *loader) rule(yd yamlDescriptor, path string) (*rule, error) {
 	if err := r.checkAlgorithm(burst); err != nil {
 		return nil, at("%s", err)
 	}
+	r.limit()
 	return r, nil
 }
 

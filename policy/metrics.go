@@ -29,6 +29,7 @@ type statsKey struct{ domain, path string }
 type ruleStats struct {
 	total, over, near, within, shadow atomic.Uint64
 	top                               *topk.Sketch // detailed_metric: values by refused hits; nil otherwise
+	owner                             *Engine      // the engine counting here (a policy may serve two)
 }
 
 // statsFor returns the counters of a rule, made on first use.
@@ -38,7 +39,7 @@ func (e *Engine) statsFor(r *rule) *ruleStats {
 	defer e.mu.Unlock()
 	st := e.stats[k]
 	if st == nil {
-		st = &ruleStats{}
+		st = &ruleStats{owner: e}
 		e.stats[k] = st
 	}
 	if r.detailed && st.top == nil {
@@ -53,10 +54,9 @@ func (e *Engine) statsFor(r *rule) *ruleStats {
 // an admitted call's, those past the near threshold are near limit. A refused
 // descriptor is also counted in the refused-most window, and under detailed_metric
 // in its rule's top values.
-func (e *Engine) count(pl *planned, entries []Entry, over bool, before, after, hits uint64, now int64) {
-	r := pl.r
+func (e *Engine) count(r *rule, entries []Entry, over bool, before, after, hits uint64, now int64) {
 	st := r.stats.Load()
-	if st == nil || r.detailed && st.top == nil {
+	if st == nil || st.owner != e || r.detailed && st.top == nil {
 		st = e.statsFor(r)
 		r.stats.Store(st)
 	}

@@ -54,12 +54,16 @@ type rule struct {
 	window    time.Duration
 	kind      algo.Kind
 	req       algo.Request              // the request template; Cost set per call
-	stats     atomic.Pointer[ruleStats] // the engine's counters, found on first use
+	stats     atomic.Pointer[ruleStats] // the last engine's counters, found on first use
+	shown     *Limit                    // limit(): set when loaded, before any request
 }
 
-// limit is the rule as a Status shows it.
+// limit is the rule as a Status shows it, made once and shared by every Status.
 func (r *rule) limit() *Limit {
-	return &Limit{Name: r.name, RequestsPerUnit: r.requests, Unit: r.unit, Window: r.window, Algorithm: r.kind.String()[3:]}
+	if r.shown == nil {
+		r.shown = &Limit{Name: r.name, RequestsPerUnit: r.requests, Unit: r.unit, Window: r.window, Algorithm: r.kind.String()[3:]}
+	}
+	return r.shown
 }
 
 // unitNames are RLS v3's unit names, as envoyproxy/ratelimit reads them (upper-cased).
