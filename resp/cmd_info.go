@@ -147,8 +147,9 @@ type statCounters struct {
 // readStats reads the counters since the start.
 func (s *Server) readStats() statCounters {
 	c := statCounters{connections: s.connections.Load(), rejected: s.rejected.Load(),
-		syncFull: s.repl.syncFull.Load(), syncPartialOK: s.repl.syncPartialOK.Load(),
-		syncPartialErr: s.repl.syncPartialErr.Load(), store: s.store.Stats()}
+		store: s.store.Stats()}
+	r := s.repl.Status()
+	c.syncFull, c.syncPartialOK, c.syncPartialErr = r.SyncFull, r.SyncPartialOK, r.SyncPartialErr
 	c.commands, c.errors = s.stats()
 	return c
 }

@@ -322,10 +322,9 @@ func (s *Server) rewriteConfig() error {
 
 // replicaOfArgs are a replica's primary host and port, nil on a primary.
 func (s *Server) replicaOfArgs() []string {
-	s.repl.mu.Lock()
-	defer s.repl.mu.Unlock()
-	if s.repl.masterHost == "" {
+	host, port := s.repl.Primary()
+	if host == "" {
 		return nil
 	}
-	return []string{s.repl.masterHost, strconv.Itoa(s.repl.masterPort)}
+	return []string{host, strconv.Itoa(port)}
 }

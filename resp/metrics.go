@@ -176,28 +176,24 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 // collectReplication sends the replication metrics: a primary's replicas and their
 // lag, a replica's link.
 func (s *Server) collectReplication(ch chan<- prometheus.Metric) {
-	views := s.replicaViews()
+	views := s.repl.Replicas()
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(len(views)))
-	offset := s.masterOffset()
+	offset := s.repl.Offset()
 	for _, v := range views {
-		ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, float64(max(offset-v.offset, 0)),
-			net.JoinHostPort(v.ip, strconv.Itoa(v.port)))
+		ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, float64(max(offset-v.Offset, 0)),
+			net.JoinHostPort(v.IP, strconv.Itoa(v.Port)))
 	}
-	s.repl.mu.Lock()
-	l := s.repl.link
-	replica := s.repl.masterHost != ""
-	s.repl.mu.Unlock()
-	if !replica {
+	st := s.repl.Status()
+	if st.MasterHost == "" {
 		return
 	}
 	up := 0.0
-	if l != nil && l.up.Load() {
+	if st.LinkUp {
 		up = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descLinkUp, prometheus.GaugeValue, up)
-	if l != nil && l.lastIO.Load() != 0 {
-		ch <- prometheus.MustNewConstMetric(descLastIO, prometheus.GaugeValue,
-			time.Since(time.Unix(0, l.lastIO.Load())).Seconds())
+	if !st.LastIO.IsZero() {
+		ch <- prometheus.MustNewConstMetric(descLastIO, prometheus.GaugeValue, time.Since(st.LastIO).Seconds())
 	}
 }
 

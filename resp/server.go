@@ -17,11 +17,13 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/replication"
 	"github.com/rlserver/rlserver/store"
 	"github.com/tidwall/redcon"
 )
@@ -173,13 +175,12 @@ type Server struct {
 	closedCommands atomic.Uint64
 	closedErrors   atomic.Uint64
 
-	persist persistence   // snapshot.go
-	metrics metrics       // metrics.go
-	repl    replication   // replication.go
-	applied replicaOffset // replication.go: a replica's position in its primary's stream
-	ps      pubsub        // pubsub.go
-	mon     monitors      // monitor.go
-	slow    slowlog       // slowlog.go
+	persist persistence       // snapshot.go
+	metrics metrics           // metrics.go
+	repl    *replication.Node // cmd_replication.go
+	ps      pubsub            // pubsub.go
+	mon     monitors          // monitor.go
+	slow    slowlog           // slowlog.go
 }
 
 // NewServer validates cfg and returns a Server, not yet listening, with an empty
@@ -209,16 +210,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.ReplBacklogSize < 0 {
 		return nil, fmt.Errorf("resp: ReplBacklogSize must be 0 (default) or positive, got %d", cfg.ReplBacklogSize)
 	}
-	var masterHost string
-	var masterPort int
-	if cfg.ReplicaOf != "" {
-		if cfg.Cluster != nil {
-			return nil, errors.New("resp: ReplicaOf and Cluster do not go together: cluster mode has no replicas")
-		}
-		var err error
-		if masterHost, masterPort, err = parseReplicaOf(cfg.ReplicaOf); err != nil {
-			return nil, err
-		}
+	if cfg.ReplicaOf != "" && cfg.Cluster != nil {
+		return nil, errors.New("resp: ReplicaOf and Cluster do not go together: cluster mode has no replicas")
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return nil, errors.New("resp: TLSCertFile and TLSKeyFile go together: set both or neither")
@@ -271,9 +264,11 @@ func NewServer(cfg Config) (*Server, error) {
 	s.statBase.Store(&statCounters{})
 	s.persist.retick = make(chan struct{}, 1)
 	s.clock.real()
-	s.repl.replID = newReplID()
-	s.repl.masterHost, s.repl.masterPort = masterHost, masterPort
-	s.repl.readOnly.Store(masterHost != "")
+	if s.repl, err = replication.New(replication.Config{Store: st, Now: s.clock.now, Logger: cfg.Logger,
+		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, BacklogSize: cfg.ReplBacklogSize,
+		ListenPort: s.listenPort}); err != nil {
+		return nil, err
+	}
 	// The address is unused: Serve hands redcon the caller's listener.
 	s.rc = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)
 	s.rcTLS = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)
@@ -314,12 +309,12 @@ func (s *Server) serve(ln net.Listener, slot *net.Listener, rc *redcon.Server) e
 	if startTicker {
 		go s.expireLoop()
 		go s.snapshotLoop()
-		s.startReplication()
+		s.repl.Start()
 	}
 	s.warnIfExposed(ln.Addr())
 	err := rc.Serve(&limitListener{Listener: ln, s: s})
 	s.Close()
-	s.stopReplication()
+	s.repl.Stop()
 	s.stopPubSub()
 	s.ticker.Wait()
 	s.conns.Wait()
@@ -354,6 +349,13 @@ func (s *Server) Addr() net.Addr {
 		return nil
 	}
 	return s.ln.Addr()
+}
+
+// listenPort is the port Serve listens on, 0 before: a replica announces it to its primary.
+func (s *Server) listenPort() int {
+	_, port := hostPort(s.Addr())
+	p, _ := strconv.Atoi(port)
+	return p
 }
 
 // expireLoop removes keys whose state became fresh, so that memory returns by
@@ -502,11 +504,11 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 		}
 	}
 	// A limiter that may be a PEEK checks after parsing its arguments (limiter, cmdAll).
-	if cm.write && !cm.peekable && s.repl.readOnly.Load() {
+	if cm.write && !cm.peekable && s.repl.ReadOnly() {
 		c.writeError(errReadOnly)
 		return
 	}
-	if !cm.loadingOK && s.repl.loading.Load() {
+	if !cm.loadingOK && s.repl.Loading() {
 		c.writeError(errLoading)
 		return
 	}
