@@ -73,7 +73,7 @@ func savingServer(t testing.TB, cfg Config) (ts *testServer, stop func() error) 
 func startDebugServer(t testing.TB) *testServer {
 	t.Helper()
 	ts := startServer(t, Config{EnableDebugCommand: true})
-	ts.clock.set(t0)
+	ts.core.SetClock(t0)
 	return ts
 }
 
