@@ -495,13 +495,13 @@ func ParseReplicaOf(v string) (string, int, error) {
 	if err != nil {
 		f := strings.Fields(v)
 		if len(f) != 2 {
-			return "", 0, fmt.Errorf("resp: ReplicaOf must be host:port or \"host port\", got %q", v)
+			return "", 0, fmt.Errorf("replication: ReplicaOf must be host:port or \"host port\", got %q", v)
 		}
 		host, port = f[0], f[1]
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 1 || p > 65535 || host == "" {
-		return "", 0, fmt.Errorf("resp: ReplicaOf must be host:port with a port from 1 to 65535, got %q", v)
+		return "", 0, fmt.Errorf("replication: ReplicaOf must be host:port with a port from 1 to 65535, got %q", v)
 	}
 	return host, p, nil
 }
