@@ -48,6 +48,10 @@ type Request struct {
 	Queue  int64 // LEAKY: queue q (default 0)
 	Cost   int64 // c: COST, CL.THROTTLE's quantity, or GCRA's TOKENS
 	Peek   bool  // decide and reply as usual, but write nothing
+	// Refund n > 0 gives back n of what earlier calls spent instead of spending Cost
+	// (refund.go): Cost is then 0 and Peek false, and the reply is the one a PEEK of
+	// cost 0 would get right after the refund.
+	Refund int64
 
 	// Interval is the emission interval T in µs of Redis's GCRA command, which derives
 	// it from a float period; 0 (every other command) derives it from Window and Limit.
@@ -58,6 +62,12 @@ type Request struct {
 	Period float64
 	// Cell selects redis-cell's reply, for CL.THROTTLE and Redis's GCRA (see GCRA).
 	Cell bool
+	// Spend makes RL.FIXED count a refused call's cost too, and refuse any call, one
+	// of cost 0 included, whose count would then be past the limit: envoyproxy/
+	// ratelimit's INCRBY-then-compare, which package policy's default mode reproduces.
+	// Remaining is then the limit minus the count after the call, negative past the
+	// limit, so that the caller knows the count. No command sets it.
+	Spend bool
 }
 
 // Decision is the answer to one call: the five wire fields, and what the store must do.
