@@ -135,7 +135,7 @@ func helloMap(a []any) map[any]any {
 // (RESP3) or HELLO then AUTH (RESP2); a wrong password fails every command.
 func TestAuthGoRedisPassword(t *testing.T) {
 	ts := startServer(t, Config{RequirePass: "secret"})
-	ts.clock.set(t0)
+	ts.core.SetClock(t0)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		proto    int

@@ -34,7 +34,7 @@ func testTopology(t testing.TB) *cluster.Topology {
 // here, and RL.ALL's keys are found among its rules.
 func TestClusterRedirect(t *testing.T) {
 	ts := startServer(t, Config{Cluster: testTopology(t)})
-	ts.clock.set(t0)
+	ts.core.SetClock(t0)
 	rdb := ts.client(t, 3)
 	run(t, rdb, []call{
 		{"RL.FIXED bar 2 60000", "[1 2 1 0 60000]"},
@@ -202,7 +202,7 @@ func TestClusterClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		servers[i] = serveOn(t, lns[i], Config{Cluster: topo})
-		servers[i].clock.set(t0) // the hour's window holds the whole test
+		servers[i].core.SetClock(t0) // the hour's window holds the whole test
 	}
 	ctx := context.Background()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs[:1]})
@@ -233,7 +233,7 @@ func TestClusterClient(t *testing.T) {
 				mine++
 			}
 		}
-		if got := s.store.Len(s.clock.now()); got != mine {
+		if got := s.store.Len(s.clock.Now()); got != mine {
 			t.Errorf("node %d holds %d keys, owns the slots of %d", i, got, mine)
 		}
 	}

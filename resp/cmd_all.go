@@ -14,7 +14,7 @@ func cmdAll(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(ErrorReply(err))
 		return
 	}
-	if s.repl.readOnly.Load() && !slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek }) {
+	if s.repl.ReadOnly() && !slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek }) {
 		c.writeError(errReadOnly)
 		return
 	}

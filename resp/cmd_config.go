@@ -7,7 +7,7 @@ import (
 // cmdConfigGet serves CONFIG GET pattern [pattern ...]: a map (RESP3) or flat
 // array (RESP2) of the matching parameters, each once.
 func cmdConfigGet(s *Server, c *client, args [][]byte, _ int64) {
-	t := s.tun.Load()
+	t := s.config()
 	var found [][2]string
 	for _, p := range params {
 		for _, pat := range args[2:] {

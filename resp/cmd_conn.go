@@ -110,7 +110,7 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 	c.w.WriteBulkString("mode")
 	c.w.WriteBulkString(s.redisMode())
 	c.w.WriteBulkString("role")
-	if s.repl.readOnly.Load() {
+	if s.repl.ReadOnly() {
 		c.w.WriteBulkString("replica") // HELLO's word; INFO and ROLE say "slave"
 	} else {
 		c.w.WriteBulkString("master")
@@ -319,21 +319,12 @@ func (s *Server) killClients(c *client, typ string, id int64, addr string, skipM
 		n += s.killSubscribers(c)
 	}
 	if typ == "replica" && id == 0 && addr == "" {
-		s.repl.mu.Lock()
-		n += s.dropReplicasLocked()
-		s.repl.mu.Unlock()
+		n += s.repl.DropReplicas()
 	}
 	if typ == "master" && id == 0 && addr == "" {
-		s.repl.mu.Lock()
-		if l := s.repl.link; l != nil {
-			l.mu.Lock()
-			if l.conn != nil {
-				l.conn.Close()
-				n++
-			}
-			l.mu.Unlock()
+		if s.repl.CloseLink() {
+			n++
 		}
-		s.repl.mu.Unlock()
 	}
 	return n
 }

@@ -57,7 +57,7 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 			_, port, _ = net.SplitHostPort(a.String())
 		}
 		clockMode := "real"
-		if s.clock.isFrozen() {
+		if s.clock.IsFrozen() {
 			clockMode = "frozen"
 		}
 		up := int64(time.Since(s.start) / time.Second)
@@ -86,7 +86,7 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		st := s.store.Stats()
-		t := s.tun.Load()
+		t := s.core.Tunables()
 		used := m.HeapAlloc + uint64(offheap.Bytes()) // the store lives off the Go heap
 		rss := processRSS(m.Sys - m.HeapReleased + uint64(offheap.Bytes()))
 		return [][2]string{
@@ -96,9 +96,9 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 			{"used_memory_rss_human", human(rss)},
 			{"used_memory_dataset", itoa(st.Bytes)},
 			{"used_memory_dataset_human", human(uint64(st.Bytes))},
-			{"maxmemory", itoa(t.maxMemory)},
-			{"maxmemory_human", human(uint64(t.maxMemory))},
-			{"maxmemory_policy", t.effectivePolicy()},
+			{"maxmemory", itoa(t.MaxMemory)},
+			{"maxmemory_human", human(uint64(t.MaxMemory))},
+			{"maxmemory_policy", t.EffectivePolicy().String()},
 			{"mem_allocator", "go"},
 		}
 	case "persistence":
@@ -147,8 +147,9 @@ type statCounters struct {
 // readStats reads the counters since the start.
 func (s *Server) readStats() statCounters {
 	c := statCounters{connections: s.connections.Load(), rejected: s.rejected.Load(),
-		syncFull: s.repl.syncFull.Load(), syncPartialOK: s.repl.syncPartialOK.Load(),
-		syncPartialErr: s.repl.syncPartialErr.Load(), store: s.store.Stats()}
+		store: s.store.Stats()}
+	r := s.repl.Status()
+	c.syncFull, c.syncPartialOK, c.syncPartialErr = r.SyncFull, r.SyncPartialOK, r.SyncPartialErr
 	c.commands, c.errors = s.stats()
 	return c
 }

@@ -25,7 +25,7 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 			c.writeError(ErrorReply(err))
 			return
 		}
-		if !req.Peek && s.repl.readOnly.Load() {
+		if !req.Peek && s.repl.ReadOnly() {
 			c.writeError(errReadOnly)
 			return
 		}

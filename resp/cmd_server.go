@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/rlserver/rlserver/core"
 )
 
 const errDebugDisabled = "ERR DEBUG command not allowed. " +
@@ -20,7 +22,7 @@ func cmdTime(_ *Server, c *client, _ [][]byte, now int64) {
 // cmdShutdown serves SHUTDOWN [NOSAVE|SAVE]. As in Redis, SAVE (and no argument when
 // there is a snapshot file) saves first and refuses to stop if that fails; NOSAVE
 // stops without saving. A successful SHUTDOWN answers nothing: the connection closes.
-// The server saves once more after the last command has run (finalSave).
+// The core saves once more after the last command has run (core.Core.Close).
 func cmdShutdown(s *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 2 || len(args) == 2 &&
 		!bytes.EqualFold(args[1], []byte("nosave")) && !bytes.EqualFold(args[1], []byte("save")) {
@@ -36,12 +38,12 @@ func cmdShutdown(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError(errNoSnapshot)
 		return
 	case save:
-		if s.save() != nil {
+		if s.core.Save() != nil {
 			c.writeError("ERR Errors trying to SHUTDOWN. Check logs.")
 			return
 		}
 	default:
-		s.persist.noSave.Store(true)
+		s.core.SkipFinalSave()
 	}
 	s.log.Info("SHUTDOWN requested", "client", c.id, "addr", c.addr, "save", save)
 	c.conn.ReadPipeline()
@@ -81,34 +83,30 @@ func cmdDebug(s *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 2 {
 		action = strings.ToLower(string(args[2]))
 	}
-	s.clockMu.Lock()
-	defer s.clockMu.Unlock()
 	switch {
 	case action == "real" && len(args) == 3:
-		s.clock.real()
+		s.core.RealClock()
 	case action == "set" && len(args) == 4:
 		// The engine's float64 formulas hold µs exactly below 2^53 (year 2255).
 		t, ok := parseInt(args[3])
-		if !ok || t < 1 || t > maxClock {
-			c.writeError(fmt.Sprintf("ERR unix_us must be an integer between 1 and %d", maxClock))
+		if !ok || !s.core.SetClock(t) {
+			c.writeError(fmt.Sprintf("ERR unix_us must be an integer between 1 and %d", core.MaxClock))
 			return
 		}
-		s.clock.set(t)
 	case action == "advance" && len(args) == 4:
 		d, ok := parseInt(args[3])
-		if !ok || d < 0 || d > maxClock {
-			c.writeError(fmt.Sprintf("ERR us must be an integer between 0 and %d", maxClock))
+		if !ok || d < 0 || d > core.MaxClock {
+			c.writeError(fmt.Sprintf("ERR us must be an integer between 0 and %d", core.MaxClock))
 			return
 		}
-		if !s.clock.advance(d) {
-			c.writeError(fmt.Sprintf("ERR the clock would pass %d", maxClock))
+		if !s.core.AdvanceClock(d) {
+			c.writeError(fmt.Sprintf("ERR the clock would pass %d", core.MaxClock))
 			return
 		}
 	default:
 		c.writeError(errSyntax)
 		return
 	}
-	s.store.ResetTime() // a test may set the clock back on purpose
 	c.batchOpen = false // the next command of this pipeline reads the new time
 	c.w.WriteString("OK")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/conffile"
 	"github.com/rlserver/rlserver/store"
 )
@@ -22,18 +23,17 @@ const (
 	DefaultSlowlogMaxLen = 128
 )
 
-// tunables are the settings CONFIG SET changes while the server runs. A change
-// builds a new value and swaps the pointer, so the hot path reads them with one
-// atomic load and no lock.
+// tunables are the RESP front's settings CONFIG SET changes while the server runs
+// (the core's are core.Tunables). A change builds a new value and swaps the
+// pointer, so the hot path reads them with one atomic load and no lock.
 type tunables struct {
+	// core is a copy of the core's, for CONFIG GET, SET and REWRITE to read and draft
+	// (config, setConfig); zero in s.tun, where nothing reads it.
+	core        core.Tunables
 	maxClients  int64
-	maxMemory   int64
-	policy      store.Policy
 	requirePass string
 	passHash    [32]byte // SHA-256 of requirePass, for constant-time comparison
 	idleTimeout time.Duration
-	logLevel    slog.Level
-	snapshotInt time.Duration
 	// slowerThan is slowlog-log-slower-than in µs as Redis takes it: negative logs
 	// nothing, 0 every command.
 	slowerThan int64
@@ -42,12 +42,8 @@ type tunables struct {
 
 // initialTunables reads cfg, its defaults applied.
 func initialTunables(cfg Config) *tunables {
-	t := &tunables{maxClients: int64(cfg.MaxClients), maxMemory: cfg.MaxMemory, policy: cfg.MaxMemoryPolicy,
-		idleTimeout: cfg.IdleTimeout, snapshotInt: cfg.SnapshotInterval, slowlogLen: cfg.SlowlogMaxLen}
+	t := &tunables{maxClients: int64(cfg.MaxClients), idleTimeout: cfg.IdleTimeout, slowlogLen: cfg.SlowlogMaxLen}
 	t.setPass(cfg.RequirePass)
-	if cfg.LogLevel != nil {
-		t.logLevel = cfg.LogLevel.Level()
-	}
 	switch d := cfg.SlowlogLogSlowerThan; {
 	case d == 0:
 		t.slowerThan = DefaultSlowlogLogSlowerThan.Microseconds()
@@ -82,7 +78,7 @@ type param struct {
 }
 
 // errImmutable is CONFIG SET's reason for a parameter fixed at start.
-var errImmutable = errors.New("can't set immutable config")
+var errImmutable = core.ErrImmutable
 
 // params are CONFIG GET's parameters: what redis-benchmark, redis-cli and client
 // libraries ask, answered as a Redis without RDB or AOF would (the snapshot is
@@ -93,15 +89,15 @@ var params = []param{
 	{name: "save", get: constant("")},
 	{name: "appendonly", get: constant("no")},
 	{name: "maxmemory", def: "0",
-		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.maxMemory, 10) },
+		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.core.MaxMemory, 10) },
 		set: func(_ *Server, t *tunables, v string) (err error) {
-			t.maxMemory, err = ParseMemory(v)
+			t.core.MaxMemory, err = ParseMemory(v)
 			return err
 		}},
 	{name: "maxmemory-policy", def: store.PolicyVolatileTTL.String(),
-		get: func(_ *Server, t *tunables) string { return t.effectivePolicy() },
+		get: func(_ *Server, t *tunables) string { return t.core.EffectivePolicy().String() },
 		set: func(_ *Server, t *tunables, v string) (err error) {
-			t.policy, err = store.ParsePolicy(v)
+			t.core.MaxMemoryPolicy, err = store.ParsePolicy(v)
 			return err
 		}},
 	{name: "databases", get: constant("1")},
@@ -131,22 +127,22 @@ var params = []param{
 			return nil
 		}},
 	{name: "loglevel", def: "info",
-		get: func(_ *Server, t *tunables) string { return strings.ToLower(t.logLevel.String()) },
+		get: func(_ *Server, t *tunables) string { return strings.ToLower(t.core.LogLevel.String()) },
 		set: func(s *Server, t *tunables, v string) (err error) {
 			if s.cfg.LogLevel == nil {
 				return errImmutable
 			}
-			t.logLevel, err = ParseLogLevel(v)
+			t.core.LogLevel, err = ParseLogLevel(v)
 			return err
 		}},
 	{name: "snapshot-interval", def: DefaultSnapshotInterval.String(),
-		get: func(_ *Server, t *tunables) string { return t.snapshotInt.String() },
+		get: func(_ *Server, t *tunables) string { return t.core.SnapshotInterval.String() },
 		set: func(_ *Server, t *tunables, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
 				return errors.New("argument must be a positive duration such as 500ms, 1s or 1m")
 			}
-			t.snapshotInt = d
+			t.core.SnapshotInterval = d
 			return nil
 		}},
 	{name: "slowlog-log-slower-than", def: strconv.FormatInt(DefaultSlowlogLogSlowerThan.Microseconds(), 10),
@@ -207,15 +203,6 @@ func hostPort(a net.Addr) (host, port string) {
 	return host, port
 }
 
-// effectivePolicy is the policy in effect, as CONFIG GET and INFO report it: without
-// maxmemory nothing is ever evicted, so noeviction, as Redis's default says.
-func (t *tunables) effectivePolicy() string {
-	if t.maxMemory == 0 {
-		return store.PolicyNoEviction.String()
-	}
-	return t.policy.String()
-}
-
 // ParseLogLevel reads a log level: slog's names (debug, info, warn, error, any case)
 // or Redis's (verbose is debug, notice info, warning warn).
 func ParseLogLevel(s string) (slog.Level, error) {
@@ -244,6 +231,13 @@ func lookupParam(name string) *param {
 	return nil
 }
 
+// config is the settings in force, the core's with them, for CONFIG GET and REWRITE.
+func (s *Server) config() *tunables {
+	t := *s.tun.Load()
+	t.core = *s.core.Tunables()
+	return &t
+}
+
 // setConfig applies CONFIG SET's name/value pairs all at once, or none of them: every
 // value is parsed into a draft before anything changes. The error is Redis's reply.
 func (s *Server) setConfig(pairs [][]byte) error {
@@ -251,6 +245,35 @@ func (s *Server) setConfig(pairs [][]byte) error {
 	defer s.tunMu.Unlock()
 	old := s.tun.Load()
 	draft := *old
+	var parseErr error
+	// The core applies its part of the draft (the memory bound first: the store may
+	// refuse it), and nothing of it if the parse failed.
+	err := s.core.UpdateTunables(func(ct *core.Tunables) error {
+		draft.core = *ct
+		if parseErr = s.parseConfig(pairs, &draft); parseErr != nil {
+			return parseErr
+		}
+		*ct = draft.core
+		return nil
+	})
+	switch {
+	case err != nil && err == parseErr:
+		return err
+	case err != nil:
+		return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument 'maxmemory') - %v", err)
+	}
+	draft.core = core.Tunables{}
+	s.tun.Store(&draft)
+	if draft.idleTimeout != old.idleTimeout {
+		s.rc.SetIdleClose(draft.idleTimeout) // for connections accepted from now on
+		s.rcTLS.SetIdleClose(draft.idleTimeout)
+	}
+	s.slow.trim(draft.slowlogLen)
+	return nil
+}
+
+// parseConfig parses CONFIG SET's name/value pairs into draft; the error is Redis's reply.
+func (s *Server) parseConfig(pairs [][]byte, draft *tunables) error {
 	seen := map[*param]bool{}
 	for i := 0; i < len(pairs); i += 2 {
 		p := lookupParam(string(pairs[i]))
@@ -264,35 +287,13 @@ func (s *Server) setConfig(pairs [][]byte) error {
 		case p.set == nil:
 			err = errImmutable
 		default:
-			err = p.set(s, &draft, string(pairs[i+1]))
+			err = p.set(s, draft, string(pairs[i+1]))
 		}
 		if err != nil {
 			return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", p.name, err)
 		}
 		seen[p] = true
 	}
-	// The store checks the memory bound against its shards; it is the one change
-	// that can fail, so it goes first, changing nothing if it does.
-	if draft.maxMemory != old.maxMemory || draft.policy != old.policy {
-		if err := s.store.SetMaxMemory(draft.maxMemory, draft.policy); err != nil {
-			return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument 'maxmemory') - %v", err)
-		}
-	}
-	s.tun.Store(&draft)
-	if draft.idleTimeout != old.idleTimeout {
-		s.rc.SetIdleClose(draft.idleTimeout) // for connections accepted from now on
-		s.rcTLS.SetIdleClose(draft.idleTimeout)
-	}
-	if s.cfg.LogLevel != nil {
-		s.cfg.LogLevel.Set(draft.logLevel)
-	}
-	if draft.snapshotInt != old.snapshotInt {
-		select {
-		case s.persist.retick <- struct{}{}:
-		default:
-		}
-	}
-	s.slow.trim(draft.slowlogLen)
 	return nil
 }
 
@@ -304,7 +305,7 @@ const errNoConfigFile = "ERR The server is running without a config file"
 func (s *Server) rewriteConfig() error {
 	s.tunMu.Lock()
 	defer s.tunMu.Unlock()
-	t := s.tun.Load()
+	t := s.config()
 	var set []conffile.Setting
 	for _, p := range params {
 		if p.set == nil || p.name == "loglevel" && s.cfg.LogLevel == nil {
@@ -312,7 +313,7 @@ func (s *Server) rewriteConfig() error {
 		}
 		v := p.get(s, t)
 		if p.name == "maxmemory-policy" {
-			v = t.policy.String() // what was set, in effect or not
+			v = t.core.MaxMemoryPolicy.String() // what was set, in effect or not
 		}
 		set = append(set, conffile.Setting{Name: p.name, Args: []string{v}, Default: v == p.def})
 	}
@@ -322,10 +323,9 @@ func (s *Server) rewriteConfig() error {
 
 // replicaOfArgs are a replica's primary host and port, nil on a primary.
 func (s *Server) replicaOfArgs() []string {
-	s.repl.mu.Lock()
-	defer s.repl.mu.Unlock()
-	if s.repl.masterHost == "" {
+	host, port := s.repl.Primary()
+	if host == "" {
 		return nil
 	}
-	return []string{s.repl.masterHost, strconv.Itoa(s.repl.masterPort)}
+	return []string{host, strconv.Itoa(port)}
 }

@@ -25,7 +25,7 @@ import (
 func fuzzServer(f *testing.F) (*testServer, *lockedBuffer) {
 	log := &lockedBuffer{}
 	ts := startServer(f, Config{Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
-	ts.clock.set(t0)
+	ts.core.SetClock(t0)
 	r := ts.raw(f)
 	for _, line := range []string{
 		"RL.FIXED f 5 1000", "RL.SLIDE s 5 1000", "RL.LOG l 5 1000", "RL.TOKEN t 5 1000",

@@ -130,7 +130,7 @@ func TestGCRARedisSuite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startDebugServer(t)
 			for _, proto := range []int{3, 2} {
-				ts.clock.set(t0)
+				ts.core.SetClock(t0)
 				rdb := ts.client(t, proto)
 				run(t, rdb, tc.calls)
 				run(t, rdb, []call{{"FLUSHALL", "OK"}})
@@ -185,7 +185,7 @@ func TestGCRASharesRLGCRA(t *testing.T) {
 // cluster node redirects a key of another node's slot.
 func TestGCRACommandInfo(t *testing.T) {
 	ts := startServer(t, Config{Cluster: testTopology(t)})
-	ts.clock.set(t0)
+	ts.core.SetClock(t0)
 	rdb := ts.client(t, 3)
 	ctx := context.Background()
 	info, err := rdb.Command(ctx).Result() // what go-redis cluster routing reads

@@ -73,7 +73,7 @@ func savingServer(t testing.TB, cfg Config) (ts *testServer, stop func() error) 
 func startDebugServer(t testing.TB) *testServer {
 	t.Helper()
 	ts := startServer(t, Config{EnableDebugCommand: true})
-	ts.clock.set(t0)
+	ts.core.SetClock(t0)
 	return ts
 }
 
@@ -216,4 +216,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// respCommand encodes a command as a RESP array of bulk strings, as a client sends it.
+func respCommand(args ...string) []byte {
+	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, "\r\n"...)
+		b = append(b, a...)
+		b = append(b, "\r\n"...)
+	}
+	return b
 }

@@ -41,7 +41,7 @@ func infoField(t *testing.T, ts *testServer, section, field string) string {
 
 func TestMaxMemoryNoEviction(t *testing.T) {
 	ts := startServer(t, Config{Shards: 1, MaxMemory: 64 << 10, MaxMemoryPolicy: store.PolicyNoEviction})
-	ts.clock.set(t0)
+	ts.core.SetClock(t0)
 	rdb := ts.client(t, 2)
 	ctx := context.Background()
 	n := 0

@@ -31,7 +31,7 @@ func startPolicyServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	ts := startServer(t, Config{EnableDebugCommand: true, Policy: p})
-	ts.clock.set(t0)
+	ts.core.SetClock(t0)
 	return ts
 }
 

@@ -134,7 +134,7 @@ func TestPipelineOneFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln := &countingListener{Listener: inner}
-	s.clock.set(t0)
+	s.core.SetClock(t0)
 	go s.Serve(ln)
 	defer s.Close()
 	ts := &testServer{Server: s, addr: inner.Addr().String()}

@@ -475,7 +475,7 @@ func TestReplicaFaults(t *testing.T) {
 				io.WriteString(w, "+FULLRESYNC "+strings.Repeat("a", 40)+" 0\r\n")
 				w.Write(chunked(snap.Bytes()))
 				body := []byte{0, 3, 'b', 'a', 'd'} // a deletion
-				var head [frameHead]byte
+				var head [4 + 8 + 8]byte            // a frame's length, offset and checksum
 				binary.LittleEndian.PutUint32(head[:], uint32(len(body)))
 				binary.LittleEndian.PutUint64(head[12:], 12345) // wrong checksum
 				w.Write(append(head[:], body...))

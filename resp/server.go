@@ -1,7 +1,8 @@
-// Package resp is rlserver's network side: it speaks RESP2 and RESP3 (the Redis
+// Package resp is rlserver's RESP front: it speaks RESP2 and RESP3 (the Redis
 // protocol) through github.com/tidwall/redcon, holds the one command table that
-// drives dispatch, COMMAND, COMMAND DOCS and docs/commands.md, owns the server
-// clock, and hands every RL.* call to the store. It knows no algorithm math.
+// drives dispatch, COMMAND, COMMAND DOCS and docs/commands.md, and hands every RL.*
+// call to the store of the core it stands on (package core: the store, the clock,
+// snapshots, the role, the metrics registry). It knows no algorithm math.
 //
 // Pipelined commands are read as one batch and answered with one write: redcon
 // reads everything the socket has, runs the handler for each command (replies are
@@ -9,21 +10,21 @@
 package resp
 
 import (
-	"crypto/rand"
-	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/topk"
 	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/replication"
 	"github.com/rlserver/rlserver/store"
 	"github.com/tidwall/redcon"
 )
@@ -37,18 +38,19 @@ var Version = "1.0.0"
 // version (redis-cli, client libraries) treat rlserver as a Redis 7.0.
 const redisVersion = "7.0.0"
 
-// Defaults applied by NewServer to zero Config fields.
+// Defaults of the core's settings, applied to zero Config fields.
 const (
-	// DefaultMaxLogLimit is the largest RL.LOG limit unless Config says otherwise.
-	DefaultMaxLogLimit = store.DefaultMaxLogLimit
-	// DefaultExpireInterval is how often fresh keys are removed unless Config says
-	// otherwise. An idle tick over every shard costs microseconds (BenchmarkExpireTick),
-	// so 100 ticks a second take a negligible share of a core, and memory returns
-	// within 10 ms.
-	DefaultExpireInterval = 10 * time.Millisecond
+	// DefaultMaxLogLimit is core.DefaultMaxLogLimit.
+	DefaultMaxLogLimit = core.DefaultMaxLogLimit
+	// DefaultExpireInterval is core.DefaultExpireInterval.
+	DefaultExpireInterval = core.DefaultExpireInterval
 )
 
-// Config configures a Server. The zero value is valid: every zero field takes its default.
+// Config configures a Server. The zero value is valid: every zero field takes its
+// default. Those of core.Config (Shards, MaxLogLimit, ExpireInterval, Logger,
+// LogLevel, MaxMemory, MaxMemoryPolicy, TLSCertFile, TLSKeyFile, Snapshot*,
+// ReplicaOf, MasterAuth, ReplBacklogSize) configure the core NewServer builds (Core
+// converts them); NewFront takes them from the core it is given instead.
 type Config struct {
 	// Shards is the number of store shards, a power of two; 0 means store.DefaultShards.
 	Shards int
@@ -125,7 +127,7 @@ type Config struct {
 	// promoted first; 0 means Redis's default 100, a negative value 0 (never promoted).
 	ReplicaPriority int
 
-	// Policy, if set, is the policy (-limits) RL.POLICY decides by, on the server's
+	// Policy, if set, is the policy (-limits) RL.POLICY decides by, on the core's
 	// store; Server.Policy is its engine, for the other fronts and policy.Watch. Nil:
 	// RL.POLICY and RL.LIMITS answer that no policy is in force.
 	Policy *policy.Policy
@@ -139,22 +141,20 @@ var (
 	ErrNoTLS = errors.New("resp: ServeTLS needs Config.TLSCertFile and TLSKeyFile")
 )
 
-// Server is an rlserver instance: a store, a clock, and the RESP listener in front.
-// Create it with NewServer, start it with Serve, stop it with Close or SHUTDOWN.
+// Server is the RESP front of an rlserver: the RESP listeners over a core.Core.
+// Create it with NewServer (which builds its own core) or NewFront, start it with
+// Serve, stop it with Close or SHUTDOWN.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	store *store.Store
-	clock clock
-	// clockMu orders DEBUG CLOCK changes with the expiry sweep: a sweep that read the
-	// time before a test set the clock back would otherwise remove keys written after.
-	clockMu sync.Mutex
+	cfg     Config
+	log     *slog.Logger
+	core    *core.Core
+	ownCore bool // NewServer built core: Serve's end closes it
+	store   *store.Store
+	clock   *core.Clock
 	rc      *redcon.Server
 	rcTLS   *redcon.Server // the same callbacks as rc, for the TLS listener
 	runID   string
 	start   time.Time // for uptime, in real (monotonic) time whatever the debug clock says
-
-	tlsConfig *tls.Config // nil without a certificate
 
 	// tun are the settings CONFIG SET changes (config.go); tunMu orders the changes.
 	tun   atomic.Pointer[tunables]
@@ -165,11 +165,8 @@ type Server struct {
 	mu      sync.Mutex
 	ln      net.Listener
 	tlsLn   net.Listener
-	serving bool // the expiry ticker runs
 	closed  bool
 	clients map[*client]struct{}
-	stop    chan struct{} // closed by Close; ends the expiry ticker
-	ticker  sync.WaitGroup
 	conns   sync.WaitGroup // connections still running commands
 
 	nextClientID atomic.Int64
@@ -180,65 +177,65 @@ type Server struct {
 	closedCommands atomic.Uint64
 	closedErrors   atomic.Uint64
 
-	persist persistence   // snapshot.go
-	metrics metrics       // metrics.go
-	repl    replication   // replication.go
-	applied replicaOffset // replication.go: a replica's position in its primary's stream
-	ps      pubsub        // pubsub.go
-	mon     monitors      // monitor.go
-	slow    slowlog       // slowlog.go
+	metrics metrics           // metrics.go
+	repl    *replication.Node // cmd_replication.go
+	ps      pubsub            // pubsub.go
+	mon     monitors          // monitor.go
+	slow    slowlog           // slowlog.go
 
 	policy  *policy.Engine // Config.Policy's engine; nil without one (cmd_policy.go)
 	refused *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
 }
 
-// NewServer validates cfg and returns a Server, not yet listening, with an empty
-// store or the keys of Config.SnapshotPath.
+// Core is the core.Config of cfg's shared fields, for core.New.
+func (cfg Config) Core() core.Config {
+	return core.Config{Shards: cfg.Shards, MaxLogLimit: cfg.MaxLogLimit, ExpireInterval: cfg.ExpireInterval,
+		Logger: cfg.Logger, LogLevel: cfg.LogLevel, MaxMemory: cfg.MaxMemory, MaxMemoryPolicy: cfg.MaxMemoryPolicy,
+		TLSCertFile: cfg.TLSCertFile, TLSKeyFile: cfg.TLSKeyFile, SnapshotPath: cfg.SnapshotPath,
+		SnapshotInterval: cfg.SnapshotInterval, SnapshotIgnoreCorrupt: cfg.SnapshotIgnoreCorrupt,
+		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, ReplBacklogSize: cfg.ReplBacklogSize}
+}
+
+// withCore is cfg with its shared fields taken from the core's configuration.
+func (cfg Config) withCore(cc core.Config) Config {
+	cfg.Shards, cfg.MaxLogLimit, cfg.ExpireInterval = cc.Shards, cc.MaxLogLimit, cc.ExpireInterval
+	cfg.Logger, cfg.LogLevel, cfg.MaxMemory, cfg.MaxMemoryPolicy = cc.Logger, cc.LogLevel, cc.MaxMemory, cc.MaxMemoryPolicy
+	cfg.TLSCertFile, cfg.TLSKeyFile = cc.TLSCertFile, cc.TLSKeyFile
+	cfg.SnapshotPath, cfg.SnapshotInterval, cfg.SnapshotIgnoreCorrupt = cc.SnapshotPath, cc.SnapshotInterval, cc.SnapshotIgnoreCorrupt
+	cfg.ReplicaOf, cfg.MasterAuth, cfg.ReplBacklogSize = cc.ReplicaOf, cc.MasterAuth, cc.ReplBacklogSize
+	return cfg
+}
+
+// NewServer validates cfg and returns a Server, not yet listening, over a core of
+// its own (core.New(cfg.Core())): an empty store or the keys of Config.SnapshotPath.
+// Serve's end closes that core, writing the final snapshot.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.MaxLogLimit < 0 {
-		return nil, fmt.Errorf("resp: MaxLogLimit must be 0 (default) or positive, got %d", cfg.MaxLogLimit)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	if cfg.ExpireInterval < 0 {
-		return nil, fmt.Errorf("resp: ExpireInterval must be 0 (default) or positive, got %v", cfg.ExpireInterval)
+	c, err := core.New(cfg.Core())
+	if err != nil {
+		return nil, err
 	}
-	if cfg.MaxClients < 0 {
-		return nil, fmt.Errorf("resp: MaxClients must be 0 (default) or positive, got %d", cfg.MaxClients)
+	s, err := NewFront(c, cfg)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.IdleTimeout < 0 {
-		return nil, fmt.Errorf("resp: IdleTimeout must be 0 (none) or positive, got %v", cfg.IdleTimeout)
+	s.ownCore = true
+	return s, nil
+}
+
+// NewFront validates cfg and returns a Server, not yet listening, over c, whose
+// settings replace cfg's shared fields (those of core.Config). Its Serve starts c;
+// the caller closes c (core.Core.Close, which writes the final snapshot) once Serve
+// and the other fronts on c have returned.
+func NewFront(c *core.Core, cfg Config) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	if cfg.ProtoMaxBulkLen < 0 {
-		return nil, fmt.Errorf("resp: ProtoMaxBulkLen must be 0 (default) or positive, got %d", cfg.ProtoMaxBulkLen)
-	}
-	if cfg.SnapshotInterval < 0 {
-		return nil, fmt.Errorf("resp: SnapshotInterval must be 0 (default) or positive, got %v", cfg.SnapshotInterval)
-	}
-	if cfg.SnapshotInterval == 0 {
-		cfg.SnapshotInterval = DefaultSnapshotInterval
-	}
-	if cfg.ReplBacklogSize < 0 {
-		return nil, fmt.Errorf("resp: ReplBacklogSize must be 0 (default) or positive, got %d", cfg.ReplBacklogSize)
-	}
-	var masterHost string
-	var masterPort int
-	if cfg.ReplicaOf != "" {
-		if cfg.Cluster != nil {
-			return nil, errors.New("resp: ReplicaOf and Cluster do not go together: cluster mode has no replicas")
-		}
-		var err error
-		if masterHost, masterPort, err = parseReplicaOf(cfg.ReplicaOf); err != nil {
-			return nil, err
-		}
-	}
-	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
-		return nil, errors.New("resp: TLSCertFile and TLSKeyFile go together: set both or neither")
-	}
-	var tlsConfig *tls.Config
-	if cfg.TLSCertFile != "" {
-		var err error
-		if tlsConfig, err = loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
-			return nil, err
-		}
+	cfg = cfg.withCore(c.Config())
+	if cfg.ReplicaOf != "" && cfg.Cluster != nil {
+		return nil, errors.New("resp: ReplicaOf and Cluster do not go together: cluster mode has no replicas")
 	}
 	if cfg.MaxClients == 0 {
 		cfg.MaxClients = DefaultMaxClients
@@ -246,70 +243,62 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.ProtoMaxBulkLen == 0 {
 		cfg.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
 	}
-	if cfg.Shards == 0 {
-		cfg.Shards = store.DefaultShards
-	}
-	if cfg.MaxLogLimit == 0 {
-		cfg.MaxLogLimit = DefaultMaxLogLimit
-	}
-	if cfg.ExpireInterval == 0 {
-		cfg.ExpireInterval = DefaultExpireInterval
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	st, err := store.New(store.Config{Shards: cfg.Shards, MaxLogLimit: cfg.MaxLogLimit,
-		MaxMemory: cfg.MaxMemory, Policy: cfg.MaxMemoryPolicy,
-		MonotonicTime: true}) // the clock is read before the shard's lock: see store.Config
-	if err != nil {
-		return nil, err // the store names the setting and its range
-	}
-	id := make([]byte, 20)
-	rand.Read(id)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		store:   st,
-		runID:   hex.EncodeToString(id),
-		start:   time.Now(),
+		core:    c,
+		store:   c.Store(),
+		clock:   c.Clock(),
+		repl:    c.Replication(),
+		runID:   c.RunID(),
+		start:   c.StartTime(),
 		clients: make(map[*client]struct{}),
-		stop:    make(chan struct{}),
-
-		tlsConfig: tlsConfig,
 	}
 	if cfg.Policy != nil {
-		s.policy = policy.NewEngine(st, cfg.Policy)
+		s.policy = policy.NewEngine(c.Store(), cfg.Policy)
 	}
 	s.refused = newRefused()
 	s.tun.Store(initialTunables(cfg))
 	s.statBase.Store(&statCounters{})
-	s.persist.retick = make(chan struct{}, 1)
-	s.clock.real()
-	s.repl.replID = newReplID()
-	s.repl.masterHost, s.repl.masterPort = masterHost, masterPort
-	s.repl.readOnly.Store(masterHost != "")
 	// The address is unused: Serve hands redcon the caller's listener.
 	s.rc = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)
 	s.rcTLS = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)
 	s.rc.SetIdleClose(cfg.IdleTimeout)
 	s.rcTLS.SetIdleClose(cfg.IdleTimeout)
 	s.metrics.latency = make([]latencyHistogram, len(allCommands))
-	if cfg.SnapshotPath != "" {
-		if err := s.loadSnapshot(); err != nil {
-			return nil, err
-		}
+	if err := c.Registry().Register(collector{s}); err != nil {
+		return nil, fmt.Errorf("resp: a second RESP front on one core: %w", err)
 	}
 	return s, nil
 }
 
-// Policy is the engine deciding by Config.Policy on the server's store, nil without
+// Policy is the engine deciding by Config.Policy on the core's store, nil without
 // one: the gRPC and HTTP fronts decide through it too, and policy.Watch reloads it.
 func (s *Server) Policy() *policy.Engine { return s.policy }
 
+// check validates the RESP front's own fields of cfg.
+func (cfg Config) check() error {
+	if cfg.MaxClients < 0 {
+		return fmt.Errorf("resp: MaxClients must be 0 (default) or positive, got %d", cfg.MaxClients)
+	}
+	if cfg.IdleTimeout < 0 {
+		return fmt.Errorf("resp: IdleTimeout must be 0 (none) or positive, got %v", cfg.IdleTimeout)
+	}
+	if cfg.ProtoMaxBulkLen < 0 {
+		return fmt.Errorf("resp: ProtoMaxBulkLen must be 0 (default) or positive, got %d", cfg.ProtoMaxBulkLen)
+	}
+	return nil
+}
+
+// Core is the core the server stands on.
+func (s *Server) Core() *core.Core { return s.core }
+
 // Serve accepts connections on ln and serves them until Close or SHUTDOWN, then
-// closes ln and every connection, waits for the commands under way, writes the
-// final snapshot (Config.SnapshotPath) and returns nil, or the snapshot's error.
-// It returns ErrServerClosed if the server was closed before, or is already serving.
+// closes ln and every connection and waits for the commands under way. Over its own
+// core (NewServer) it then closes the core, which writes the final snapshot
+// (Config.SnapshotPath), and returns nil or the snapshot's error. It starts the core
+// (core.Core.Start). It returns ErrServerClosed if the server was closed before, or
+// is already serving.
 func (s *Server) Serve(ln net.Listener) error {
 	return s.serve(ln, &s.ln, s.rc)
 }
@@ -323,25 +312,20 @@ func (s *Server) serve(ln net.Listener, slot *net.Listener, rc *redcon.Server) e
 		return ErrServerClosed
 	}
 	*slot = ln
-	startTicker := !s.serving
-	s.serving = true
-	if startTicker {
-		s.ticker.Add(2)
-	}
 	s.mu.Unlock()
-	if startTicker {
-		go s.expireLoop()
-		go s.snapshotLoop()
-		s.startReplication()
+	if slot == &s.ln {
+		s.core.SetListenPort(s.listenPort())
 	}
+	s.core.Start()
 	s.warnIfExposed(ln.Addr())
 	err := rc.Serve(&limitListener{Listener: ln, s: s})
 	s.Close()
-	s.stopReplication()
 	s.stopPubSub()
-	s.ticker.Wait()
 	s.conns.Wait()
-	return errors.Join(err, s.finalSave())
+	if s.ownCore {
+		err = errors.Join(err, s.core.Close())
+	}
+	return err
 }
 
 // Close stops the server: the listener and every connection close, and Serve
@@ -353,7 +337,6 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.stop)
 	// redcon's accept loops see net.ErrClosed, close all connections and return.
 	var errs []error
 	for _, ln := range []net.Listener{s.ln, s.tlsLn} {
@@ -374,22 +357,11 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// expireLoop removes keys whose state became fresh, so that memory returns by
-// itself even when no request touches them.
-func (s *Server) expireLoop() {
-	defer s.ticker.Done()
-	t := time.NewTicker(s.cfg.ExpireInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.clockMu.Lock()
-			s.store.Expire(s.clock.now())
-			s.clockMu.Unlock()
-		}
-	}
+// listenPort is the port Serve listens on, 0 before: a replica announces it to its primary.
+func (s *Server) listenPort() int {
+	_, port := hostPort(s.Addr())
+	p, _ := strconv.Atoi(port)
+	return p
 }
 
 // accept registers a new connection. It runs in redcon's accept loop.
@@ -468,7 +440,7 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 	// (time.Since, BenchmarkClockSince) since the end of the command before.
 	if !c.batchOpen {
 		c.batchStart = time.Now()
-		c.batchNow = s.clock.at(c.batchStart)
+		c.batchNow = s.clock.At(c.batchStart)
 		c.batchMark = 0
 	}
 	c.batchOpen = len(rc.PeekPipeline()) > 0
@@ -520,11 +492,11 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 		}
 	}
 	// A limiter that may be a PEEK checks after parsing its arguments (limiter, cmdAll).
-	if cm.write && !cm.peekable && s.repl.readOnly.Load() {
+	if cm.write && !cm.peekable && s.repl.ReadOnly() {
 		c.writeError(errReadOnly)
 		return
 	}
-	if !cm.loadingOK && s.repl.loading.Load() {
+	if !cm.loadingOK && s.repl.Loading() {
 		c.writeError(errLoading)
 		return
 	}

@@ -19,8 +19,8 @@ func TestNewServerValidates(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{MaxLogLimit: -1}, "resp: MaxLogLimit must be 0 (default) or positive, got -1"},
-		{Config{ExpireInterval: -time.Second}, "resp: ExpireInterval must be 0 (default) or positive, got -1s"},
+		{Config{MaxLogLimit: -1}, "core: MaxLogLimit must be 0 (default) or positive, got -1"},
+		{Config{ExpireInterval: -time.Second}, "core: ExpireInterval must be 0 (default) or positive, got -1s"},
 		{Config{Shards: 3}, "store: Shards must be a power of two"},
 		{Config{MaxLogLimit: 1 << 40}, "store: MaxLogLimit must be between 1 and"},
 	} {
@@ -258,10 +258,10 @@ func TestDebugClock(t *testing.T) {
 			"CLOCK REAL     Follow the real time again.]"},
 		{"DEBUG CLOCK REAL", "OK"},
 	})
-	if ts.clock.isFrozen() {
+	if ts.clock.IsFrozen() {
 		t.Error("DEBUG CLOCK REAL left the clock frozen")
 	}
-	if now, real := ts.clock.now(), time.Now().UnixMicro(); now < real-60e6 || now > real+60e6 {
+	if now, real := ts.clock.Now(), time.Now().UnixMicro(); now < real-60e6 || now > real+60e6 {
 		t.Errorf("real clock reads %d, time.Now %d", now, real)
 	}
 }

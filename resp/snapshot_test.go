@@ -210,7 +210,7 @@ func TestSnapshotLoadErrors(t *testing.T) {
 		})
 	}
 	if _, err := NewServer(Config{SnapshotInterval: -time.Second}); err == nil ||
-		err.Error() != "resp: SnapshotInterval must be 0 (default) or positive, got -1s" {
+		err.Error() != "core: SnapshotInterval must be 0 (default) or positive, got -1s" {
 		t.Errorf("negative SnapshotInterval: %v", err)
 	}
 	if _, err := NewServer(Config{SnapshotPath: filepath.Join(t.TempDir(), "absent"),

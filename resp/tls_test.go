@@ -71,7 +71,7 @@ func startTLSServer(t *testing.T, cfg Config) (plainAddr, tlsAddr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.clock.set(t0)
+	s.core.SetClock(t0)
 	var addrs [2]string
 	done := make(chan error, 2)
 	for i, serve := range []func(net.Listener) error{s.Serve, s.ServeTLS} {

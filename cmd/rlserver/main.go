@@ -2,7 +2,8 @@
 // then call RL.TOKEN, RL.GCRA, CL.THROTTLE, ... from redis-cli or any Redis client.
 // As redis-server, it takes a config file first (rlserver /etc/rlserver/rlserver.conf
 // -flag value ...): every flag is a directive of the same name, and flags given as
-// well win. This file is flags and wiring only; the server is package resp.
+// well win. This file is flags and wiring only: it builds the core (package core:
+// store, clock, snapshots, role, metrics) and the RESP front over it (package resp).
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/conffile"
 	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/resp"
@@ -194,8 +196,8 @@ func readConfig(fs *flag.FlagSet, path string) error {
 }
 
 // run listens on opts.addr and serves until ctx is done (SIGINT, SIGTERM) or a
-// client sends SHUTDOWN.
-func run(ctx context.Context, opts options, logger *slog.Logger) error {
+// client sends SHUTDOWN, then closes the core, which writes the final snapshot.
+func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	opts.cfg.Logger = logger
 	if opts.clusterNodes == "" && opts.clusterSelf != 0 {
 		return errors.New("-cluster-self needs -cluster-nodes, the list it indexes")
@@ -213,6 +215,12 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 		}
 		opts.cfg.Cluster = topo
 	}
+	c, err := core.New(opts.cfg.Core())
+	if err != nil {
+		return err
+	}
+	// Last, after every front has returned: no command runs after the final snapshot.
+	defer func() { err = errors.Join(err, c.Close()) }()
 	if opts.limits != "" {
 		p, err := policy.Load(opts.limits)
 		if err != nil {
@@ -220,7 +228,7 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 		}
 		opts.cfg.Policy = p
 	}
-	srv, err := resp.NewServer(opts.cfg)
+	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
 		return err
 	}
@@ -252,7 +260,7 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 			return err
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", srv.MetricsHandler())
+		mux.Handle("/metrics", c.MetricsHandler())
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		logger.Info("metrics listening", "addr", mln.Addr().String(), "path", "/metrics")
 		go hs.Serve(mln)

@@ -1,4 +1,4 @@
-package resp
+package core
 
 import (
 	"testing"
@@ -6,20 +6,20 @@ import (
 )
 
 // BenchmarkClockNow is the price of one reading of the real clock, which is why
-// the commands of a pipeline share one (serveCommand).
+// the commands of a RESP pipeline share one (resp's serveCommand).
 func BenchmarkClockNow(b *testing.B) {
-	var c clock
+	var c Clock
 	c.real()
 	var sum int64
 	for b.Loop() {
-		sum += c.now()
+		sum += c.Now()
 	}
 	if sum == 0 {
 		b.Fatal("no time")
 	}
 }
 
-// BenchmarkClockSince is the price of a command's run time (execute): one reading of
+// BenchmarkClockSince is the price of a command's run time (resp's execute): one reading of
 // the monotonic clock alone, against BenchmarkClockNow's wall and monotonic pair.
 func BenchmarkClockSince(b *testing.B) {
 	start := time.Now()
@@ -34,11 +34,11 @@ func BenchmarkClockSince(b *testing.B) {
 
 // BenchmarkClockFrozen is the price with the debug clock frozen: one atomic load.
 func BenchmarkClockFrozen(b *testing.B) {
-	var c clock
+	var c Clock
 	c.set(t0)
 	var sum int64
 	for b.Loop() {
-		sum += c.now()
+		sum += c.Now()
 	}
 	if sum == 0 {
 		b.Fatal("no time")
@@ -48,13 +48,16 @@ func BenchmarkClockFrozen(b *testing.B) {
 // BenchmarkExpireTick is the price of one tick of the expiry loop on an idle
 // server (64 shards, nothing to remove), to choose DefaultExpireInterval.
 func BenchmarkExpireTick(b *testing.B) {
-	s, err := NewServer(Config{})
+	c, err := New(Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	now := int64(t0)
 	for b.Loop() {
 		now += 10_000
-		s.store.Expire(now)
+		c.store.Expire(now)
 	}
 }
+
+// t0 is a frozen test time at the start of a UTC day (2026-01-01).
+const t0 = 1_767_225_600_000_000

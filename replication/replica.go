@@ -1,4 +1,4 @@
-package resp
+package replication
 
 import (
 	"bufio"
@@ -17,14 +17,14 @@ import (
 )
 
 // The replica side of replication: the link to the primary, full and partial
-// syncs, and applying the primary's frames (the protocol is described in replication.go).
+// syncs, and applying the primary's frames (the protocol is described in the package comment).
 
-// startLink starts a link's goroutine; repl.mu is held.
-func (s *Server) startLink(host string, port int) *link {
+// startLink starts a link's goroutine; n.mu is held.
+func (n *Node) startLink(host string, port int) *link {
 	l := &link{host: host, port: port, stop: make(chan struct{}), done: make(chan struct{})}
 	l.state.Store("connect")
 	l.downSince.Store(time.Now().UnixNano())
-	go s.runLink(l)
+	go n.runLink(l)
 	return l
 }
 
@@ -42,13 +42,13 @@ func stopLink(l *link) {
 // runLink keeps l up until it is stopped: connect, sync, apply; on failure, log why
 // and try again after a backoff that doubles up to replRetryLast (a link that came
 // up starts over from replRetryFirst).
-func (s *Server) runLink(l *link) {
+func (n *Node) runLink(l *link) {
 	defer close(l.done)
-	defer s.repl.loading.Store(false)
+	defer n.loading.Store(false)
 	addr := net.JoinHostPort(l.host, strconv.Itoa(l.port))
 	wait := replRetryFirst
 	for {
-		wasUp, err := s.syncLink(l, addr)
+		wasUp, err := n.syncLink(l, addr)
 		if l.up.Swap(false) || l.downSince.Load() == 0 {
 			l.downSince.Store(time.Now().UnixNano())
 		}
@@ -61,7 +61,7 @@ func (s *Server) runLink(l *link) {
 		if wasUp {
 			wait = replRetryFirst
 		}
-		s.log.Warn("replication link down", "primary", addr, "err", err, "retry_in", wait)
+		n.log.Warn("replication link down", "primary", addr, "err", err, "retry_in", wait)
 		select {
 		case <-l.stop:
 			return
@@ -72,7 +72,7 @@ func (s *Server) runLink(l *link) {
 }
 
 // syncLink runs one connection of l: it returns why it ended, and whether it had come up.
-func (s *Server) syncLink(l *link, addr string) (bool, error) {
+func (n *Node) syncLink(l *link, addr string) (bool, error) {
 	l.state.Store("connecting")
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -91,8 +91,8 @@ func (s *Server) syncLink(l *link, addr string) (bool, error) {
 	defer conn.Close()
 	br := bufio.NewReaderSize(conn, 256<<10)
 	conn.SetDeadline(time.Now().Add(replTimeout))
-	if s.cfg.MasterAuth != "" {
-		if _, err := conn.Write(respCommand("AUTH", s.cfg.MasterAuth)); err != nil {
+	if n.cfg.MasterAuth != "" {
+		if _, err := conn.Write(respCommand("AUTH", n.cfg.MasterAuth)); err != nil {
 			return false, err
 		}
 		line, err := readLine(br)
@@ -103,15 +103,15 @@ func (s *Server) syncLink(l *link, addr string) (bool, error) {
 			return false, fmt.Errorf("AUTH with -masterauth refused by the primary: %s", line)
 		}
 	}
-	s.applied.mu.Lock()
-	replID, offset := s.applied.replID, s.applied.offset
-	s.applied.mu.Unlock()
+	n.applied.mu.Lock()
+	replID, offset := n.applied.replID, n.applied.offset
+	n.applied.mu.Unlock()
 	if replID == "" {
 		replID, offset = "?", -1
 	}
 	port := "0"
-	if a := s.Addr(); a != nil {
-		_, port, _ = net.SplitHostPort(a.String())
+	if n.cfg.ListenPort != nil {
+		port = strconv.Itoa(n.cfg.ListenPort())
 	}
 	if _, err := conn.Write(respCommand("RLSYNC", replID, strconv.FormatInt(offset, 10), port)); err != nil {
 		return false, err
@@ -131,60 +131,60 @@ func (s *Server) syncLink(l *link, addr string) (bool, error) {
 		if err != nil || off < 0 {
 			return false, fmt.Errorf("bad FULLRESYNC offset in %q", line)
 		}
-		format, err := s.fullSync(l, conn, br)
+		format, err := n.fullSync(l, conn, br)
 		if err != nil {
 			return false, fmt.Errorf("full sync from %s: %w", addr, err)
 		}
 		replID, offset = fields[1], off
-		s.applied.mu.Lock()
-		s.applied.replID, s.applied.offset, s.applied.format = replID, offset, format
-		s.applied.mu.Unlock()
+		n.applied.mu.Lock()
+		n.applied.replID, n.applied.offset, n.applied.format = replID, offset, format
+		n.applied.mu.Unlock()
 	case len(fields) == 2 && fields[0] == "+CONTINUE":
 		// The id is the one asked for, or a promoted sibling's new one: its offsets
 		// continue the same stream.
-		s.applied.mu.Lock()
-		s.applied.replID = fields[1]
-		s.applied.mu.Unlock()
-		s.log.Info("replication: partial resync", "primary", addr, "offset", offset)
+		n.applied.mu.Lock()
+		n.applied.replID = fields[1]
+		n.applied.mu.Unlock()
+		n.log.Info("replication: partial resync", "primary", addr, "offset", offset)
 	default:
 		return false, fmt.Errorf("%s answered %q to RLSYNC: not an rlserver primary", addr, line)
 	}
-	s.repl.mu.Lock()
-	h := s.repl.history
+	n.mu.Lock()
+	h := n.history
 	if h == nil {
-		h = store.NewBacklog(s.backlogSize(), offset)
+		h = store.NewBacklog(n.backlogSize(), offset)
 	} else if _, end := h.Offsets(); end != offset { // a full sync: a new history
-		h = store.NewBacklog(s.backlogSize(), offset)
+		h = store.NewBacklog(n.backlogSize(), offset)
 	}
-	s.repl.history = h
-	s.repl.mu.Unlock()
+	n.history = h
+	n.mu.Unlock()
 	l.up.Store(true)
 	l.downSince.Store(0)
 	l.state.Store("connected")
 	l.lastIO.Store(time.Now().UnixNano())
-	return true, s.applyFrames(l, conn, br, offset, h)
+	return true, n.applyFrames(l, conn, br, offset, h)
 }
 
 // fullSync loads the primary's snapshot into the emptied store, refusing commands
 // meanwhile (LOADING), and returns its format version. On error the store is left
 // empty: never half a snapshot.
-func (s *Server) fullSync(l *link, conn net.Conn, br *bufio.Reader) (uint32, error) {
+func (n *Node) fullSync(l *link, conn net.Conn, br *bufio.Reader) (uint32, error) {
 	l.state.Store("sync")
-	s.repl.loading.Store(true)
-	defer s.repl.loading.Store(false)
-	s.store.Flush()
+	n.loading.Store(true)
+	defer n.loading.Store(false)
+	n.store.Flush()
 	begin := time.Now()
-	info, err := s.store.ReadSnapshot(&chunkReader{r: br, conn: conn}, s.clock.now())
+	info, err := n.store.ReadSnapshot(&chunkReader{r: br, conn: conn}, n.now())
 	if err != nil {
 		return 0, err
 	}
-	s.log.Info("replication: full sync loaded", "keys", info.Keys, "bytes", info.Bytes, "took", time.Since(begin))
+	n.log.Info("replication: full sync loaded", "keys", info.Keys, "bytes", info.Bytes, "took", time.Since(begin))
 	return info.Version, nil
 }
 
 // applyFrames applies the primary's frames from offset on until the link fails,
 // acknowledging what it applied from another goroutine.
-func (s *Server) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int64, history *store.Backlog) error {
+func (n *Node) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int64, history *store.Backlog) error {
 	acked := make(chan struct{})
 	stopAck := make(chan struct{})
 	var applied atomic.Int64
@@ -211,10 +211,10 @@ func (s *Server) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset in
 		}
 	}()
 	defer func() { close(stopAck); <-acked }()
-	s.applied.mu.Lock()
-	format := s.applied.format
-	s.applied.mu.Unlock()
-	ap := s.store.NewApplier(format)
+	n.applied.mu.Lock()
+	format := n.applied.format
+	n.applied.mu.Unlock()
+	ap := n.store.NewApplier(format)
 	ap.SetLog(history)
 	received := offset
 	var head [frameHead]byte
@@ -224,20 +224,20 @@ func (s *Server) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset in
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return err
 		}
-		n := binary.LittleEndian.Uint32(head[:])
+		size := binary.LittleEndian.Uint32(head[:])
 		at := int64(binary.LittleEndian.Uint64(head[4:]))
-		if n > frameMax {
-			return fmt.Errorf("corrupt stream: a frame of %d bytes at offset %d", n, at)
+		if size > frameMax {
+			return fmt.Errorf("corrupt stream: a frame of %d bytes at offset %d", size, at)
 		}
-		if cap(body) < int(n) {
-			body = make([]byte, n)
+		if cap(body) < int(size) {
+			body = make([]byte, size)
 		}
-		body = body[:n]
+		body = body[:size]
 		if _, err := io.ReadFull(br, body); err != nil {
 			return err
 		}
 		l.lastIO.Store(time.Now().UnixNano())
-		if n == 0 {
+		if size == 0 {
 			continue // heartbeat
 		}
 		if xxh3.Hash(body) != binary.LittleEndian.Uint64(head[12:]) {
@@ -246,12 +246,12 @@ func (s *Server) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset in
 		if at != received {
 			return fmt.Errorf("corrupt stream: a frame at offset %d, expected %d", at, received)
 		}
-		done, err := ap.Apply(body, s.clock.now())
-		received += int64(n)
-		s.applied.mu.Lock()
-		s.applied.offset += int64(done)
-		off := s.applied.offset
-		s.applied.mu.Unlock()
+		done, err := ap.Apply(body, n.now())
+		received += int64(size)
+		n.applied.mu.Lock()
+		n.applied.offset += int64(done)
+		off := n.applied.offset
+		n.applied.mu.Unlock()
 		applied.Store(off)
 		if err != nil {
 			return err
