@@ -145,6 +145,9 @@ func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 				r.Cost = drawCost(rng, r)
 			}
 			r.Peek = j == peekAt
+			if !r.Peek && rng.IntN(12) == 0 { // a rule that gives back: it always admits
+				r.Cost, r.Refund = 0, drawRefund(rng, r)
+			}
 			cmd := lab.Command(r, name, rng)
 			cmd[0] = lab.RandomCase(rng, allWord(r.Kind))
 			args = append(args, cmd...)

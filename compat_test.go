@@ -253,7 +253,8 @@ const maxStep = 10_000_000_000
 
 // genSteps draws n calls of the given kinds over 4 keys: parameters per key (redrawn
 // now and then: a key read under new parameters), costs around the limit, PEEK, and
-// time steps from 0 to well past the window, in bursts and calm spells. With several
+// time steps from 0 to well past the window, in bursts and calm spells, and now and then
+// a REFUND. With several
 // kinds, keys are shared: each key has a usual kind that changes now and then, so
 // WRONGTYPE comes up, but a quarter of the time only while the key holds another
 // kind's state (a private algoSide tells; left alone, the long states a huge cost
@@ -292,6 +293,9 @@ func genSteps(t *testing.T, seed uint64, label string, n int, ks ...algo.Kind) [
 		now += drawStep(rng, r, burst)
 		r.Cost = drawCost(rng, r)
 		r.Peek = s.kind != algo.KindThrottle && rng.IntN(10) == 0
+		if rng.IntN(8) == 0 { // REFUND n: what earlier calls spent, given back
+			r.Cost, r.Peek, r.Refund = 0, false, drawRefund(rng, r)
+		}
 		steps[i] = step{key: name, now: now, req: r, args: lab.Command(r, name, rng)}
 		holder.do(steps[i])
 
@@ -305,6 +309,19 @@ func genSteps(t *testing.T, seed uint64, label string, n int, ks ...algo.Kind) [
 		}
 	}
 	return steps
+}
+
+// drawRefund draws a refund around the limit: a part of it, all of it, more than was
+// ever spent, within the bound the grammar takes (COST's; CL.THROTTLE: 1e9).
+func drawRefund(rng *rand.Rand, r algo.Request) int64 {
+	scale, most := r.Limit, r.Limit*1000
+	if r.Kind == algo.KindThrottle {
+		scale, most = r.Limit+1, 1_000_000_000
+	}
+	if rng.IntN(10) == 0 {
+		return 1 + rng.Int64N(most)
+	}
+	return min(most, 1+rng.Int64N(2*scale))
 }
 
 // drawCount draws a limit-like count: mostly small, sometimes up to the 1e9 maximum.

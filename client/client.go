@@ -79,6 +79,9 @@ var (
 	// ErrWrongType is returned when the key holds another algorithm's state: two
 	// limits of different algorithms share a key.
 	ErrWrongType = errors.New("client: key holds another algorithm's state")
+	// ErrNoPolicy is returned by Policy on a backend without policies: plain Redis
+	// (NewLua) and the embedded store decide only the limits a call carries.
+	ErrNoPolicy = errors.New("client: policies are decided by rlserver only (New)")
 )
 
 // Options configures a Client on a server: New's, and within LuaOptions NewLua's.

@@ -2,7 +2,7 @@
 -- and algo/gcra.go say, on integer µs (every value below 2^53, so doubles are exact).
 --
 -- KEYS[1] = key
--- ARGV    = limit, window_ms, cost, peek (1 = PEEK, 0 = not), burst (0 = limit), [now_us]
+-- ARGV    = limit, window_ms, cost (-n: REFUND n), peek (1 = PEEK, 0 = not), burst (0 = limit), [now_us]
 -- Returns   {allowed, burst, remaining, retry_after_ms, reset_after_ms}
 -- State     hash {gt = tat, the theoretical arrival time in integer µs}
 -- now_us    tests only: replaces Redis TIME (read_now in common.lua)
@@ -22,6 +22,17 @@ if not st then return redis.error_reply(WRONGTYPE) end
 local tat = read_tat(st[1])
 
 local T = interval(W, limit)
+
+-- REFUND n (cost -n) moves the schedule back by n intervals, never before now
+-- (algo/refund.go); the rest of the script answers a PEEK of cost 0 on it, and writes it.
+local refunded = false
+if cost < 0 then
+  if tat > now then
+    tat = math.max(now, tat + cost * T)
+    refunded = not peek
+  end
+  cost, peek = 0, true
+end
 local tolerance = T * burst
 local start = math.max(tat, now)
 -- A cost above the burst never passes (and T * cost could pass 2^53); COST 0 always does.
@@ -35,7 +46,7 @@ if allowed then
 elseif cost > burst then retry = -1
 else retry = ms(start + T * cost - tolerance - now) end
 
-if allowed and cost > 0 and not peek then
+if allowed and cost > 0 and not peek or refunded then
   redis.call('HSET', key, 'gt', string.format('%d', after))
   keep(fresh_in(after))
 end

@@ -2,7 +2,7 @@
 -- algo/leaky.go say, on integer µs (every value below 2^53, so doubles are exact).
 --
 -- KEYS[1] = key
--- ARGV    = limit, window_ms, cost, peek (1 = PEEK, 0 = not), queue, [now_us]
+-- ARGV    = limit, window_ms, cost (-n: REFUND n), peek (1 = PEEK, 0 = not), queue, [now_us]
 -- Returns   {allowed, limit, remaining, delay_or_retry_after_ms, reset_after_ms}: field 4
 --           is, when allowed, the wait before proceeding; when limited, the wait for room.
 -- State     hash {lt = tat, the time the queue drains in integer µs}
@@ -22,6 +22,17 @@ if not st then return redis.error_reply(WRONGTYPE) end
 local tat = read_tat(st[1])
 
 local T = interval(W, limit)
+
+-- REFUND n (cost -n) moves the schedule back by n intervals, never before now
+-- (algo/refund.go); the rest of the script answers a PEEK of cost 0 on it, and writes it.
+local refunded = false
+if cost < 0 then
+  if tat > now then
+    tat = math.max(now, tat + cost * T)
+    refunded = not peek
+  end
+  cost, peek = 0, true
+end
 local room = T * queue
 local start = math.max(tat, now)
 local delay = start - now
@@ -33,7 +44,7 @@ local ahead = math.max(0, after - now)
 local retry = ms(delay)
 if not allowed then retry = ms(delay - room) end
 
-if allowed and cost > 0 and not peek then
+if allowed and cost > 0 and not peek or refunded then
   redis.call('HSET', key, 'lt', string.format('%d', after))
   keep(fresh_in(after))
 end

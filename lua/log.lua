@@ -2,7 +2,7 @@
 -- algo/log.go say.
 --
 -- KEYS[1] = key
--- ARGV    = limit, window_ms, cost, peek (1 = PEEK, 0 = not), [now_us]
+-- ARGV    = limit, window_ms, cost (-n: REFUND n), peek (1 = PEEK, 0 = not), [now_us]
 -- Returns   {allowed, limit, remaining, retry_after_ms, reset_after_ms}
 -- State     sorted set, one member per admitted time: score ts (µs), member "ts:cost".
 --           Times are unique, so members are: a call at or before the newest entry's
@@ -35,6 +35,33 @@ for i, m in ipairs(members) do
   ts[i], costs[i] = tonumber(t), tonumber(c)
   sum = sum + costs[i]
   newest = math.max(newest, ts[i])
+end
+
+-- REFUND n (cost -n) takes n off the costs of the newest entries in the window, newest
+-- first, dropping those it empties, and writes what is left (algo/refund.go); the rest
+-- of the script answers a PEEK of cost 0 on it.
+if cost < 0 then
+  local write = #ts > 0 and not peek
+  if write then redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - W)) end
+  local left = -cost
+  while #ts > 0 and left > 0 do
+    local n = #ts
+    if write then redis.call('ZREM', key, members[n]) end
+    if costs[n] <= left then
+      left, sum = left - costs[n], sum - costs[n]
+      ts[n], costs[n] = nil, nil
+    else
+      costs[n], sum, left = costs[n] - left, sum - left, 0
+      if write then
+        redis.call('ZADD', key, string.format('%d', ts[n]), string.format('%d:%d', ts[n], costs[n]))
+      end
+    end
+  end
+  newest = ts[#ts] or -1
+  if write then
+    if newest >= 0 then keep(newest + W - now) else keep(0) end
+  end
+  cost, peek = 0, true
 end
 
 local allowed = cost == 0 or sum + cost <= limit

@@ -39,7 +39,10 @@
 // key serves GCRA and RL.GCRA alike, as on rlserver. It is not a rule of rl.all, whose
 // GCRA rules are RL.GCRA's.
 //
-// peek is 1 for PEEK, 0 otherwise. Each script answers the same five integers as its
+// peek is 1 for PEEK, 0 otherwise. A cost (CL.THROTTLE: quantity) of -n is REFUND n
+// (algo.Request.Refund; Args writes it so): the script gives back n as algo/refund.go
+// does, writes the state it leaves unless peek, and answers as a PEEK of cost 0 would on
+// it. Redis's GCRA has no refund, as the command has none. Each script answers the same five integers as its
 // command, or WRONGTYPE. Arguments are assumed valid: rlserver validates them, a
 // client running these scripts must too.
 //
@@ -200,7 +203,7 @@ func For(r algo.Request) Script {
 func Args(r algo.Request) []any {
 	switch {
 	case r.Kind == algo.KindThrottle:
-		return []any{r.Limit, r.Rate, r.Window / 1_000_000, r.Cost}
+		return []any{r.Limit, r.Rate, r.Window / 1_000_000, cost(r)}
 	case r.Kind == algo.KindGCRA && r.Cell:
 		// The shortest decimal that reads back as the same double, as strtod reads it.
 		return []any{r.Limit, r.Rate, strconv.FormatFloat(r.Period, 'g', -1, 64), r.Cost}
@@ -209,7 +212,7 @@ func Args(r algo.Request) []any {
 	if r.Peek {
 		peek = 1
 	}
-	args := []any{r.Limit, r.Window / 1000, r.Cost, peek}
+	args := []any{r.Limit, r.Window / 1000, cost(r), peek}
 	switch r.Kind {
 	case algo.KindToken:
 		args = append(args, r.Rate)
@@ -219,6 +222,14 @@ func Args(r algo.Request) []any {
 		args = append(args, r.Queue)
 	}
 	return args
+}
+
+// cost is r's cost as the scripts take it: -n for a refund of n.
+func cost(r algo.Request) int64 {
+	if r.Refund > 0 {
+		return -r.Refund
+	}
+	return r.Cost
 }
 
 // ArgsAll is rules as the rl.all script takes them (see Arguments above): their keys,

@@ -73,6 +73,9 @@ func TestArgs(t *testing.T) {
 		{algo.Request{Kind: algo.KindGCRA, Limit: 10, Window: 1_000_000, Cost: 1, Burst: 2}, "[10 1000 1 0 2]"},
 		{algo.Request{Kind: algo.KindLeaky, Limit: 10, Window: 1_000_000, Cost: 1, Queue: 7}, "[10 1000 1 0 7]"},
 		{algo.Request{Kind: algo.KindThrottle, Limit: 15, Rate: 30, Window: 60_000_000, Cost: 1}, "[15 30 60 1]"},
+		// A refund of n is a cost of -n.
+		{algo.Request{Kind: algo.KindFixed, Limit: 100, Window: 1_000_000, Refund: 7}, "[100 1000 -7 0]"},
+		{algo.Request{Kind: algo.KindThrottle, Limit: 15, Rate: 30, Window: 60_000_000, Refund: 3}, "[15 30 60 -3]"},
 		// Redis's GCRA: the period as the shortest decimal of its double.
 		{nativeGCRA(t, "15 30 60 TOKENS 2"), "[15 30 60 2]"},
 		{nativeGCRA(t, "0 7 3600.25"), "[0 7 3600.25 1]"},

@@ -2,7 +2,7 @@
 -- algo/slide.go say, float64 operations in the same order.
 --
 -- KEYS[1] = key
--- ARGV    = limit, window_ms, cost, peek (1 = PEEK, 0 = not), [now_us]
+-- ARGV    = limit, window_ms, cost (-n: REFUND n), peek (1 = PEEK, 0 = not), [now_us]
 -- Returns   {allowed, limit, remaining, retry_after_ms, reset_after_ms}
 -- State     hash {sw = window index w, sc = cost admitted in w, sp = cost admitted in w-1}
 -- now_us    tests only: replaces Redis TIME (read_now in common.lua)
@@ -37,6 +37,20 @@ local function passes(t)
   return cur + part + cost <= limit
 end
 
+-- REFUND n (cost -n) takes n off the current window's count, then what is left of n off
+-- the previous one's (algo/refund.go); the rest of the script answers a PEEK of cost 0 on
+-- what is left, and writes it.
+local refunded = false
+if cost < 0 then
+  local rw, _, rcur, rprev = view(now)
+  if rcur > 0 or rprev > 0 then
+    local from_cur = math.min(rcur, -cost)
+    stored, stored_cur, stored_prev = rw, rcur - from_cur, math.max(0, rprev - (-cost - from_cur))
+    refunded = not peek
+  end
+  cost, peek = 0, true
+end
+
 local w, elapsed, cur, prev, part = view(now)
 local allowed = cost == 0 or passes(now)
 local after = cur
@@ -63,7 +77,7 @@ local fresh_at = now
 if after > 0 then fresh_at = (w + 2) * W
 elseif prev > 0 then fresh_at = (w + 1) * W end
 
-if allowed and cost > 0 and not peek then
+if allowed and cost > 0 and not peek or refunded then
   redis.call('HSET', key, 'sw', string.format('%d', w), 'sc', string.format('%d', after),
     'sp', string.format('%d', prev))
   keep(fresh_at - now)

@@ -3,7 +3,7 @@
 -- Seconds, not ms.
 --
 -- KEYS[1] = key
--- ARGV    = max_burst, count_per_period, period_s, quantity, [now_us]
+-- ARGV    = max_burst, count_per_period, period_s, quantity (-n: REFUND n), [now_us]
 -- Returns   {limited (0 = allowed), max_burst+1, remaining, retry_after_s (-1 when
 --           allowed), reset_after_s}
 -- State     hash {ct = tat in integer µs}
@@ -23,6 +23,17 @@ local tat = read_tat(st[1])
 
 local limit = max_burst + 1
 local T = interval(period, count)
+
+-- REFUND n (quantity -n) moves the schedule back by n intervals, never before now
+-- (algo/refund.go); the rest of the script answers quantity 0 on it, and writes it.
+local refunded = false
+if quantity < 0 then
+  if tat > now then
+    tat = math.max(now, tat + quantity * T)
+    refunded = true
+  end
+  quantity = 0
+end
 local tolerance = T * limit
 local start = math.max(tat, now)
 -- A quantity above the limit never passes; quantity 0 is decided like any other.
@@ -34,7 +45,7 @@ local ahead = math.max(0, after - now)
 local retry = -1
 if limited and quantity <= limit then retry = sec(start + T * quantity - tolerance - now) end
 
-if not limited and quantity > 0 then
+if not limited and quantity > 0 or refunded then
   redis.call('HSET', key, 'ct', string.format('%d', after))
   keep(fresh_in(after))
 end

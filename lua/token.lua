@@ -2,7 +2,7 @@
 -- say, float64 operations in the same order.
 --
 -- KEYS[1] = key
--- ARGV    = capacity, window_ms, cost, peek (1 = PEEK, 0 = not), rate (0 = capacity), [now_us]
+-- ARGV    = capacity, window_ms, cost (-n: REFUND n), peek (1 = PEEK, 0 = not), rate (0 = capacity), [now_us]
 -- Returns   {allowed, capacity, remaining, retry_after_ms, reset_after_ms}
 -- State     hash {tk = tokens left at ts (a double, written with %.17g so that it reads
 --           back exactly: Redis would print a Lua number with 14 digits), ts = µs}
@@ -33,6 +33,18 @@ local function stored_at(t)
   return refill(stored_tokens, stored_ts, t)
 end
 
+-- REFUND n (cost -n) puts n tokens back, up to the capacity, as of now (algo/refund.go);
+-- the rest of the script answers a PEEK of cost 0 on the bucket it leaves, and writes it.
+local refunded = false
+if cost < 0 then
+  local left = stored_at(now)
+  if left < capacity then
+    stored_tokens, stored_ts = math.min(capacity, left - cost), now
+    refunded = not peek
+  end
+  cost, peek = 0, true
+end
+
 local tokens = stored_at(now)
 local allowed = cost == 0 or tokens >= cost
 local after = tokens
@@ -51,7 +63,7 @@ end
 local d = fresh_in(now + math.ceil((capacity - after) * W / rate))
 if d < 2^53 and refill(after, now, now + d) < capacity then d = d + 1 end
 
-if allowed and cost > 0 and not peek then
+if allowed and cost > 0 and not peek or refunded then
   redis.call('HSET', key, 'tk', string.format('%.17g', after), 'ts', string.format('%d', now))
   keep(d)
 end

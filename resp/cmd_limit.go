@@ -34,6 +34,9 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 			c.writeError(ErrorReply(err))
 			return
 		}
+		if !d.Allowed && !req.Peek && req.Refund == 0 {
+			s.noteRefused(req, args[1], now)
+		}
 		var first int64
 		if d.Allowed != req.Cell { // redis-cell's reply (CL.THROTTLE, GCRA) answers "limited" instead
 			first = 1

@@ -22,6 +22,8 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/topk"
+	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/replication"
 	"github.com/rlserver/rlserver/store"
 	"github.com/tidwall/redcon"
@@ -124,6 +126,11 @@ type Config struct {
 	// ReplicaPriority is Sentinel's replica priority (INFO slave_priority): lower is
 	// promoted first; 0 means Redis's default 100, a negative value 0 (never promoted).
 	ReplicaPriority int
+
+	// Policy, if set, is the policy (-limits) RL.POLICY decides by, on the core's
+	// store; Server.Policy is its engine, for the other fronts and policy.Watch. Nil:
+	// RL.POLICY and RL.LIMITS answer that no policy is in force.
+	Policy *policy.Policy
 }
 
 // Errors returned by Server methods.
@@ -175,6 +182,9 @@ type Server struct {
 	ps      pubsub            // pubsub.go
 	mon     monitors          // monitor.go
 	slow    slowlog           // slowlog.go
+
+	policy  *policy.Engine // Config.Policy's engine; nil without one (cmd_policy.go)
+	refused *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
 }
 
 // Core is the core.Config of cfg's shared fields, for core.New.
@@ -244,6 +254,10 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 		start:   c.StartTime(),
 		clients: make(map[*client]struct{}),
 	}
+	if cfg.Policy != nil {
+		s.policy = policy.NewEngine(c.Store(), cfg.Policy)
+	}
+	s.refused = newRefused()
 	s.tun.Store(initialTunables(cfg))
 	s.statBase.Store(&statCounters{})
 	// The address is unused: Serve hands redcon the caller's listener.
@@ -257,6 +271,10 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Policy is the engine deciding by Config.Policy on the core's store, nil without
+// one: the gRPC and HTTP fronts decide through it too, and policy.Watch reloads it.
+func (s *Server) Policy() *policy.Engine { return s.policy }
 
 // check validates the RESP front's own fields of cfg.
 func (cfg Config) check() error {

@@ -18,6 +18,9 @@ func BenchmarkServer(b *testing.B) {
 		{"RL.TOKEN", "RL.TOKEN user:%d 100 1000"},
 		{"RL.GCRA", "RL.GCRA user:%d 100 1000"},
 		{"RL.LOG", "RL.LOG user:%d 100 1000"},
+		// Every call refused after the first on each key (a year's window of 1): the
+		// path that records refusals for RL.TOP.
+		{"RL.TOKEN-refused", "RL.TOKEN hot:%d 1 31536000000"},
 		// The two commands above in one all-or-nothing call: against their sum.
 		{"RL.ALL-2", "RL.ALL TOKEN user:%[1]d 100 1000 GCRA ip:%[1]d 100 1000"},
 		{"PING", "PING"},

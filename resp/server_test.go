@@ -57,9 +57,9 @@ func TestCommandIntrospection(t *testing.T) {
 			{"COMMAND COUNT", strconv.Itoa(len(commands))},
 			{"COMMAND INFO nosuch", "[(nil)]"},
 			{"COMMAND DOCS nosuch", map[int]string{3: "{}", 2: "[]"}[proto]},
-			{"COMMAND LIST FILTERBY PATTERN rl.*", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky rl.all rl.acquire rl.release rl.renew rl.reset]"},
+			{"COMMAND LIST FILTERBY PATTERN rl.*", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky rl.all rl.acquire rl.release rl.renew rl.policy rl.limits rl.top rl.reset]"},
 			{"COMMAND LIST FILTERBY PATTERN client|*name", "[client|getname client|setname]"},
-			{"COMMAND LIST FILTERBY ACLCAT ratelimit", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky cl.throttle gcra rl.all rl.acquire rl.release rl.renew]"},
+			{"COMMAND LIST FILTERBY ACLCAT ratelimit", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky cl.throttle gcra rl.all rl.acquire rl.release rl.renew rl.policy rl.limits rl.top]"},
 			{"COMMAND LIST FILTERBY MODULE x", "[]"},
 			{"COMMAND LIST FILTERBY FOO x", "ERR syntax error"},
 			{"COMMAND LIST FOO", "ERR syntax error"},
@@ -70,11 +70,13 @@ func TestCommandIntrospection(t *testing.T) {
 			}[proto] + "] []]]"},
 			{"COMMAND DOCS cl.throttle", map[int]string{
 				3: "{cl.throttle:{arguments:[{key_spec_index:0 name:key type:key} {name:max_burst type:integer} " +
-					"{name:count_per_period type:integer} {name:period_s type:integer} {flags:[optional] name:quantity type:integer}] " +
+					"{name:count_per_period type:integer} {name:period_s type:integer} {arguments:[{name:quantity type:integer} " +
+					"{name:refund token:REFUND type:integer}] flags:[optional] name:amount type:oneof}] " +
 					"complexity:O(1) group:ratelimit since:1.0.0 summary:" + commandIndex["cl.throttle"].summary + "}}",
 				2: "[cl.throttle [summary " + commandIndex["cl.throttle"].summary + " since 1.0.0 group ratelimit complexity O(1) " +
 					"arguments [[name key type key key_spec_index 0] [name max_burst type integer] " +
-					"[name count_per_period type integer] [name period_s type integer] [name quantity type integer flags [optional]]]]]",
+					"[name count_per_period type integer] [name period_s type integer] [name amount type oneof flags [optional] " +
+					"arguments [[name quantity type integer] [name refund type integer token REFUND]]]]]]",
 			}[proto]},
 		})
 	}

@@ -83,7 +83,7 @@ var (
 // init indexes the table: the groups' declarations (table_*.go) in order, each
 // command's derived fields, and a HELP subcommand for every container.
 func init() {
-	commands = slices.Concat(limitCommands, keyCommands, connCommands, serverCommands,
+	commands = slices.Concat(limitCommands, policyCommands, keyCommands, connCommands, serverCommands,
 		clusterCommands, replicationCommands, pubsubCommands, multiCommands)
 	commandIndex = make(map[string]*command, len(commands))
 	for _, c := range commands {

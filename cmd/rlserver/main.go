@@ -28,6 +28,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/conffile"
+	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
 )
@@ -66,7 +67,8 @@ type options struct {
 	clusterNodes string
 	clusterSelf  int
 	level        slog.Level
-	version      bool // -v, --version: print it and exit
+	version      bool   // -v, --version: print it and exit
+	limits       string // -limits: the policy file or directory; empty: none
 	cfg          resp.Config
 }
 
@@ -109,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var((*microsFlag)(&o.cfg.SlowlogLogSlowerThan), "slowlog-log-slower-than",
 		"`µs` from which a command enters SLOWLOG; 0: every command, negative: none")
 	fs.Var((*countFlag)(&o.cfg.SlowlogMaxLen), "slowlog-max-len", "`entries` SLOWLOG keeps")
+	fs.StringVar(&o.limits, "limits", "", "policy `path`: a YAML file, or a directory of *.yaml, one domain each (envoyproxy/ratelimit's format), for RL.POLICY; reloaded when it changes; empty: none")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.version, "v", false, "print the version and exit")
 	fs.Usage = func() {
@@ -218,9 +221,20 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	}
 	// Last, after every front has returned: no command runs after the final snapshot.
 	defer func() { err = errors.Join(err, c.Close()) }()
+	if opts.limits != "" {
+		p, err := policy.Load(opts.limits)
+		if err != nil {
+			return err // the file, the descriptor's path and the reason
+		}
+		opts.cfg.Policy = p
+	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
 		return err
+	}
+	if e := srv.Policy(); e != nil {
+		e.LoadResult(nil)
+		go policy.Watch(ctx, opts.limits, e, logger) // a file that does not load keeps the old policy
 	}
 	if (opts.tlsAddr == "") != (opts.cfg.TLSCertFile == "") {
 		return errors.New("-tls-addr needs -tls-cert and -tls-key, and they need -tls-addr")

@@ -35,15 +35,17 @@ func Request(kind algo.Kind, limit, windowMs int64) algo.Request {
 	return r
 }
 
-// Command is r as rlserver takes it. With rng, the command name and options come in
+// Command is r as rlserver takes it, a refund as REFUND n. With rng, the command name and options come in
 // random letter case, the options in random order, and COST 1 is sent or left to its
 // default at random; without, the options are upper case in a fixed order.
 func Command(r algo.Request, key string, rng *rand.Rand) []any {
-	sendCost := r.Cost != 1 || rng == nil || rng.IntN(2) == 0
+	sendCost := r.Refund == 0 && (r.Cost != 1 || rng == nil || rng.IntN(2) == 0)
 	args := []any{strings.ToUpper(r.Kind.Command()), key}
 	if r.Kind == algo.KindThrottle {
 		args = append(args, r.Limit, r.Rate, r.Window/1_000_000)
-		if sendCost {
+		if r.Refund > 0 {
+			args = append(args, "REFUND", r.Refund)
+		} else if sendCost {
 			args = append(args, r.Cost)
 		}
 		return args
@@ -55,6 +57,9 @@ func Command(r algo.Request, key string, rng *rand.Rand) []any {
 	}
 	if r.Peek {
 		opts = append(opts, []any{"PEEK"})
+	}
+	if r.Refund > 0 {
+		opts = append(opts, []any{"REFUND", r.Refund})
 	}
 	switch {
 	case r.Kind == algo.KindToken && r.Rate > 0:

@@ -32,6 +32,14 @@ const (
 	LeaseID     = "ERR lease id must be 1 to 128 bytes"
 	RefundAlone = "ERR REFUND takes neither COST nor PEEK"
 
+	// RL.POLICY's grammar.
+	NoDescriptor  = "ERR RL.POLICY needs at least one DESCRIPTOR"
+	EntryPairs    = "ERR a descriptor's entries are key value pairs"
+	NoEntries     = "ERR a DESCRIPTOR needs at least one key value pair"
+	PolicyLimit   = "ERR requests_per_unit must be an integer between 1 and 4294967295"
+	PolicyUnit    = "ERR unit must be second, minute, hour, day, week, month or year"
+	HitsAndRefund = "ERR a DESCRIPTOR takes HITS or REFUND, not both"
+
 	// The 100-year bound on a schedule (algo.CheckSchedule), in each command's terms.
 	BurstSpan    = "ERR burst × window_ms / limit must be at most 100 years"
 	QueueSpan    = "ERR queue × window_ms / limit must be at most 100 years"
@@ -65,6 +73,8 @@ const (
 	limitUpTo   = "ERR limit must be an integer between 1 and "
 	costUpTo    = "ERR cost must be an integer between 0 and "
 	refundUpTo  = "ERR refund must be an integer between 1 and "
+	hitsBetween = "ERR hits must be an integer between "
+	invalid     = "ERR invalid request: "
 	arityOf     = "ERR wrong number of arguments for '"
 	unknownAlgo = "ERR unknown algorithm '"
 )
@@ -79,6 +89,13 @@ func CostUpTo(most string) string { return costUpTo + most }
 // RefundUpTo is the reply to a REFUND out of 1..most (COST's bound).
 func RefundUpTo(most string) string { return refundUpTo + most }
 
+// HitsBetween is the reply to an RL.POLICY HITS out of lo..most.
+func HitsBetween(lo, most string) string { return hitsBetween + lo + " and " + most }
+
+// InvalidRequest is the reply to an RL.POLICY request the policy engine refuses
+// (policy.ErrInvalidRequest), with its reason.
+func InvalidRequest(reason string) string { return invalid + reason }
+
 // Arity is Redis's reply to a wrong argument count for command, lower case.
 func Arity(command string) string { return arityOf + command + "' command" }
 
@@ -92,7 +109,8 @@ func UnknownAlgorithm(word string) string {
 var fixed = map[string]bool{
 	Syntax: true, Limit: true, Window: true, Rate: true, Burst: true, Queue: true, MaxBurst: true,
 	Count: true, Period: true, Quantity: true, UnknownKind: true, AllTooMany: true, AllUnknown: true,
-	LeaseMs: true, LeaseID: true, RefundAlone: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
+	LeaseMs: true, LeaseID: true, RefundAlone: true, NoDescriptor: true, EntryPairs: true, NoEntries: true,
+	PolicyLimit: true, PolicyUnit: true, HitsAndRefund: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
 	GCRAMaxBurst: true, GCRANotInt: true, GCRAPositive: true, GCRAFloat: true, GCRAPeriod: true,
 	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true, GCRASpan: true,
 	KeyTooLong: true, LogLimit: true, SameKey: true,
@@ -105,7 +123,8 @@ func BadRequest(msg string) bool {
 	switch {
 	case fixed[msg]:
 		return true
-	case strings.HasPrefix(msg, limitUpTo), strings.HasPrefix(msg, costUpTo), strings.HasPrefix(msg, refundUpTo):
+	case strings.HasPrefix(msg, limitUpTo), strings.HasPrefix(msg, costUpTo), strings.HasPrefix(msg, refundUpTo),
+		strings.HasPrefix(msg, hitsBetween), strings.HasPrefix(msg, invalid):
 		return true
 	case strings.HasPrefix(msg, arityOf) && strings.HasSuffix(msg, "' command"):
 		return true
