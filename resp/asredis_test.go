@@ -107,6 +107,10 @@ func TestProtocolAsRedis(t *testing.T) {
 		"MULTI\r\nPING\r\nQUIT\r\n",
 		"MULTI\r\nNOSUCH\r\nPING\r\nEXEC\r\n",
 		"MULTI\r\nPING x y\r\nEXEC\r\n",
+		// SUBSCRIBE is queued; EXEC subscribes, and PING after it in the queue answers
+		// as on a subscribed connection.
+		"MULTI\r\nSUBSCRIBE a b\r\nPING\r\nEXEC\r\nPING\r\nUNSUBSCRIBE a b\r\n",
+		"MULTI\r\nUNSUBSCRIBE\r\nPSUBSCRIBE p*\r\nEXEC\r\nPUNSUBSCRIBE\r\n",
 	})
 	// Split across writes: a count line in pieces.
 	for _, addr := range []string{redisAddr, rlAddr} {

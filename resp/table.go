@@ -40,7 +40,10 @@ type command struct {
 
 	// Set in the table.
 	tx      bool // MULTI, EXEC, DISCARD: run at once inside MULTI, never queued
-	noMulti bool // refused inside MULTI: it takes the connection over (SUBSCRIBE, RLSYNC)
+	noMulti bool // refused inside MULTI: it takes the connection over (MONITOR, RLSYNC)
+	// detaches may hand the connection to a goroutine of its own (SUBSCRIBE): outside
+	// EXEC, c is that goroutine's once it ran; inside, once EXEC ends.
+	detaches bool
 }
 
 // arg describes one argument for COMMAND DOCS and the syntax line, in Redis's terms.
