@@ -133,3 +133,26 @@ func TestProtocolAsRedis(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// TestGetKeysAsRedis: COMMAND GETKEYS and GETKEYSANDFLAGS find the keys of the
+// commands both servers have, with Redis's flags and errors.
+func TestGetKeysAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"COMMAND GETKEYS EXISTS a b c\r\n",
+		"COMMAND GETKEYSANDFLAGS EXISTS a b\r\n",
+		"COMMAND GETKEYSANDFLAGS DEL a b\r\n",
+		"COMMAND GETKEYSANDFLAGS UNLINK a\r\n",
+		"COMMAND GETKEYSANDFLAGS PTTL k\r\n",
+		"COMMAND GETKEYSANDFLAGS TTL k\r\n",
+		"COMMAND GETKEYSANDFLAGS TYPE k\r\n",
+		"COMMAND GETKEYSANDFLAGS MEMORY USAGE k\r\n",
+		"COMMAND GETKEYS MEMORY USAGE k SAMPLES 5\r\n",
+		"COMMAND GETKEYS NOSUCH x\r\n",
+		"COMMAND GETKEYS CLIENT NOPE\r\n",
+		"COMMAND GETKEYS PING x\r\n",
+		"COMMAND GETKEYS TYPE a b\r\n",
+		"COMMAND GETKEYS\r\n",
+	})
+}

@@ -27,6 +27,9 @@ type command struct {
 	// keys finds the keys of a command whose keys move ("movablekeys": RL.ALL), for
 	// cluster mode's slot check; nil: firstKey, lastKey and keyStep say where they are.
 	keys func(args [][]byte) [][]byte
+	// keyFlags are its keys' flags in its key spec and COMMAND GETKEYSANDFLAGS, as
+	// Redis's for its own commands; nil: RW update for a write, else RO access.
+	keyFlags []string
 
 	// Filled in by init.
 	full      string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand
