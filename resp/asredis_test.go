@@ -7,8 +7,11 @@ package resp_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,4 +158,53 @@ func TestGetKeysAsRedis(t *testing.T) {
 		"COMMAND GETKEYS TYPE a b\r\n",
 		"COMMAND GETKEYS\r\n",
 	})
+}
+
+// TestClientAsRedis: CLIENT REPLY, CLIENT KILL's filters and errors, and CLIENT
+// INFO's fields, as Redis's.
+func TestClientAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY ON\r\nPING\r\n",
+		"CLIENT REPLY SKIP\r\nPING\r\nPING\r\nCLIENT REPLY FOO\r\nCLIENT REPLY\r\n",
+		"CLIENT REPLY OFF\r\nCLIENT REPLY SKIP\r\nPING\r\nCLIENT REPLY ON\r\n",
+		"CLIENT KILL USER nobody\r\nCLIENT KILL USER default LADDR 1.2.3.4:5\r\nCLIENT KILL ID 0\r\n",
+		"CLIENT KILL ADDR\r\nCLIENT KILL TYPE x\r\nCLIENT KILL SKIPME maybe\r\nCLIENT KILL 1.2.3.4:5\r\n",
+		"CLIENT KILL ADDR 1.2.3.4:5 LADDR\r\nCLIENT KILL FOO bar\r\n",
+	})
+	// Killing one's own connection: the reply, then the close; commands after it are dropped.
+	for _, form := range []string{"CLIENT KILL ADDR %s SKIPME no", "CLIENT KILL %s", "CLIENT KILL LADDR %[2]s SKIPME no ADDR %[1]s"} {
+		var answers [2]string
+		for i, addr := range []string{redisAddr, rlAddr} {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(conn, form+"\r\nPING\r\n", conn.LocalAddr(), conn.RemoteAddr())
+			b, err := io.ReadAll(conn)
+			answers[i] = fmt.Sprintf("%q %v", b, err)
+			conn.Close()
+		}
+		if answers[0] != answers[1] {
+			t.Errorf("%s of one's own: rlserver %s, redis %s", form, answers[1], answers[0])
+		}
+	}
+	// CLIENT INFO: Redis's fields in Redis's order (rlserver adds lib-name, lib-ver
+	// and tot-cmds, of Redis 7.2 and 7.4, at the end).
+	fields := func(addr string) []string {
+		got, _ := exchange(t, addr, "CLIENT INFO\r\n")
+		_, line, _ := strings.Cut(got, "\r\n")
+		var names []string
+		for _, f := range strings.Fields(line) {
+			name, _, _ := strings.Cut(f, "=")
+			names = append(names, name)
+		}
+		return names
+	}
+	want, got := fields(redisAddr), fields(rlAddr)
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+		t.Errorf("CLIENT INFO fields:\n rlserver %v\n    redis %v", got, want)
+	}
 }

@@ -115,20 +115,6 @@ func (s *Server) stopPubSub() {
 	s.ps.wg.Wait()
 }
 
-// killSubscribers closes the connections with subscriptions and returns how many.
-func (s *Server) killSubscribers(except *client) int {
-	s.ps.mu.Lock()
-	defer s.ps.mu.Unlock()
-	n := 0
-	for sub := range s.ps.subs {
-		if sub.count() > 0 && sub.c != except {
-			sub.dc.NetConn().Close()
-			n++
-		}
-	}
-	return n
-}
-
 func (s *Server) unsubscribeLocked(m map[string]map[*subscriber]struct{}, name string, sub *subscriber) {
 	set := m[name]
 	delete(set, sub)

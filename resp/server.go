@@ -394,6 +394,9 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		authed:  s.tun.Load().requirePass == "",
 	}
 	c.proto.Store(2)
+	c.multiLen.Store(-1)
+	c.active.Store(c.created.UnixNano())
+	c.fd = connFD(rc.NetConn())
 	if la := rc.NetConn().LocalAddr(); la != nil {
 		c.laddr = la.String()
 	}
@@ -450,11 +453,29 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 	// (time.Since, BenchmarkClockSince) since the end of the command before.
 	if !c.batchOpen {
 		c.batchStart = time.Now()
+		c.active.Store(c.batchStart.UnixNano())
 		c.batchNow = s.clock.at(c.batchStart)
 		c.batchMark = 0
 	}
 	c.batchOpen = len(rc.PeekPipeline()) > 0
-	s.dispatch(c, cmd.Args)
+	if !c.replyOff && !c.replySkip {
+		s.dispatch(c, cmd.Args)
+		return
+	}
+	s.dispatchSilent(c, cmd.Args)
+}
+
+// dispatchSilent runs a command whose reply CLIENT REPLY OFF or SKIP drops: what it
+// wrote is cut from the buffer, unless it was CLIENT REPLY ON's OK, or the command
+// handed the connection to a goroutine of its own (SUBSCRIBE), which owns c now.
+func (s *Server) dispatchSilent(c *client, args [][]byte) {
+	skip, sub := c.replySkip, c.sub
+	c.replySkip = false
+	mark := len(c.w.Buffer())
+	s.dispatch(c, args)
+	if c.sub == sub && (skip || c.replyOff) {
+		c.w.SetBuffer(c.w.Buffer()[:mark])
+	}
 }
 
 // dispatch finds a command and checks its arguments and the connection's right to
