@@ -208,3 +208,69 @@ func TestClientAsRedis(t *testing.T) {
 		t.Errorf("CLIENT INFO fields:\n rlserver %v\n    redis %v", got, want)
 	}
 }
+
+// TestInfoAsRedis: INFO answers Redis's sections for no argument, default, all,
+// everything and several names; commandstats and errorstats count as Redis's do;
+// CONFIG GET *of names replicaof and its alias slaveof.
+func TestInfoAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	headers := func(addr, req string) string {
+		got, _ := exchange(t, addr, req)
+		var hs []string
+		for _, line := range strings.Split(got, "\r\n") {
+			if strings.HasPrefix(line, "# ") {
+				hs = append(hs, line)
+			}
+		}
+		return strings.Join(hs, ",")
+	}
+	for _, req := range []string{"INFO\r\n", "INFO default\r\n", "INFO all\r\n", "INFO everything\r\n",
+		"INFO cpu commandstats\r\n", "INFO keyspace server\r\n", "INFO CPU\r\n", "INFO nosuch\r\n"} {
+		if got, want := headers(rlAddr, req), headers(redisAddr, req); got != want {
+			t.Errorf("%q sections:\n rlserver %s\n    redis %s", req, got, want)
+		}
+	}
+	// The same calls on both, then the counters' lines of the commands both have.
+	lines := func(addr string) string {
+		got, _ := exchange(t, addr, "CONFIG RESETSTAT\r\nPING\r\nPING\r\nPING x y\r\nECHO\r\nNOSUCH\r\n"+
+			"MULTI\r\nEXEC x\r\nDISCARD\r\nINFO commandstats errorstats\r\n")
+		var keep []string
+		for _, line := range strings.Split(got, "\r\n") {
+			name, val, ok := strings.Cut(line, ":")
+			if !ok || !strings.HasPrefix(name, "cmdstat_") && !strings.HasPrefix(name, "errorstat_") {
+				continue
+			}
+			if name == "cmdstat_info" || name == "cmdstat_config|resetstat" {
+				continue
+			}
+			// The run times differ: keep the counts.
+			var fields []string
+			for _, f := range strings.Split(val, ",") {
+				if !strings.HasPrefix(f, "usec") {
+					fields = append(fields, f)
+				}
+			}
+			keep = append(keep, name+":"+strings.Join(fields, ","))
+		}
+		slices.Sort(keep) // Redis lists them in its dictionary's order
+		return strings.Join(keep, "\n")
+	}
+	if got, want := lines(rlAddr), lines(redisAddr); got != want {
+		t.Errorf("commandstats and errorstats:\n rlserver:\n%s\n redis:\n%s", got, want)
+	}
+	// CONFIG GET's pairs come in Redis's dictionary order, which varies: as a set.
+	pairs := func(addr string) string {
+		got, _ := exchange(t, addr, "CONFIG GET *of\r\n")
+		lines := strings.Split(got, "\r\n")
+		var ps []string
+		for i := 1; i+3 < len(lines); i += 4 {
+			ps = append(ps, lines[i+1]+"="+lines[i+3])
+		}
+		slices.Sort(ps)
+		return strings.Join(ps, " ")
+	}
+	if got, want := pairs(rlAddr), pairs(redisAddr); got != want || want == "" {
+		t.Errorf("CONFIG GET *of: rlserver %q, redis %q", got, want)
+	}
+}

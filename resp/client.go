@@ -45,6 +45,7 @@ type client struct {
 	active   atomic.Int64 // when its last batch of commands began, Unix ns (CLIENT LIST's idle)
 	multiLen atomic.Int32 // commands queued in MULTI, -1 outside (CLIENT LIST's multi)
 	proto    atomic.Int32 // 2 or 3, set by HELLO
+	errStats *errorStats  // the server's, for INFO errorstats
 	commands atomic.Uint64
 	errors   atomic.Uint64
 	last     atomic.Pointer[command]
@@ -60,6 +61,9 @@ func (c *client) resp3() bool { return c.proto.Load() == 3 }
 // writeError sends an error line and counts it for INFO.
 func (c *client) writeError(msg string) {
 	c.errors.Add(1)
+	if c.errStats != nil {
+		c.errStats.count(msg)
+	}
 	c.w.WriteError(msg)
 }
 
