@@ -274,3 +274,32 @@ func TestInfoAsRedis(t *testing.T) {
 		t.Errorf("CONFIG GET *of: rlserver %q, redis %q", got, want)
 	}
 }
+
+// TestPubsubObjectAsRedis: PUBSUB's counts, with one subscriber of a channel and a
+// pattern on each server, and OBJECT's replies and errors for a key that is absent.
+func TestPubsubObjectAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	for _, addr := range []string{redisAddr, rlAddr} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		conn.Write([]byte("SUBSCRIBE news.a\r\nPSUBSCRIBE p*\r\n"))
+		want := "*3\r\n$9\r\nsubscribe\r\n$6\r\nnews.a\r\n:1\r\n*3\r\n$10\r\npsubscribe\r\n$2\r\np*\r\n:2\r\n"
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(conn, got); err != nil || string(got) != want {
+			t.Fatalf("%s: subscribing: %q, %v", addr, got, err)
+		}
+	}
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"PUBSUB CHANNELS\r\nPUBSUB CHANNELS news.*\r\nPUBSUB CHANNELS x*\r\n",
+		"PUBSUB NUMSUB\r\nPUBSUB NUMSUB news.a x news.a\r\nPUBSUB NUMPAT\r\n",
+		"PUBSUB SHARDCHANNELS\r\nPUBSUB SHARDNUMSUB a b\r\nPUBSUB SHARDCHANNELS x*\r\n",
+		"PUBSUB CHANNELS a b\r\nPUBSUB SHARDCHANNELS a b\r\nPUBSUB NUMPAT x\r\nPUBSUB NOPE\r\nPUBSUB\r\n",
+		"OBJECT ENCODING nokey\r\nOBJECT FREQ nokey\r\nOBJECT IDLETIME nokey\r\nOBJECT REFCOUNT nokey\r\n",
+		"OBJECT NOPE k\r\nOBJECT ENCODING\r\nOBJECT FREQ a b\r\nOBJECT\r\n",
+	})
+}
