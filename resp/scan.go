@@ -132,8 +132,13 @@ func (r *requestScan) feed(b []byte, maxBulk int64, authed bool) (int, error) {
 		case scanBulkData:
 			n := min(r.skip, int64(len(b)-i))
 			// The payload's last two bytes, in this read: Redis skips them unread.
-			for k := max(0, r.skip-2); k < n; k++ {
-				b[i+int(k)] = "\r\n"[2-(r.skip-k)]
+			if n == r.skip && n >= 2 {
+				end := i + int(n)
+				b[end-2], b[end-1] = '\r', '\n'
+			} else {
+				for k := max(0, r.skip-2); k < n; k++ {
+					b[i+int(k)] = "\r\n"[2-(r.skip-k)]
+				}
 			}
 			r.skip -= n
 			i += int(n)
@@ -152,6 +157,21 @@ func (r *requestScan) feed(b []byte, maxBulk int64, authed bool) (int, error) {
 // number reads the bytes of a length line, up to its newline, as Redis's string2ll:
 // an optional '-', then "0" alone or digits from a non-zero one; then a '\r'.
 func (r *requestScan) number(b []byte) {
+	// The usual line, whole in one read: digits from a non-zero one, then '\r'.
+	if r.shape == numEmpty && 1 < len(b) && len(b) < 19 && b[len(b)-1] == '\r' && '1' <= b[0] && b[0] <= '9' {
+		var n int64
+		for _, ch := range b[:len(b)-1] {
+			if ch < '0' || ch > '9' {
+				n = -1
+				break
+			}
+			n = n*10 + int64(ch-'0')
+		}
+		if n > 0 {
+			r.shape, r.num = numCR, n
+			return
+		}
+	}
 	for _, ch := range b {
 		switch r.shape {
 		case numDigits:
