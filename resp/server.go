@@ -181,6 +181,8 @@ type Server struct {
 	mon      monitors      // monitor.go
 	slow     slowlog       // slowlog.go
 	errStats errorStats    // info_stats.go
+	track    tracking      // tracking.go
+	trackers atomic.Int32  // connections with CLIENT TRACKING ON
 }
 
 // NewServer validates cfg and returns a Server, not yet listening, with an empty
@@ -573,6 +575,8 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	}
 	if c.errors.Load() != errs {
 		cm.stats.failed.Add(1)
+	} else if s.tracksAny(c) {
+		s.trackCommand(c, cm, args)
 	}
 	end := time.Since(c.batchStart)
 	took := end - c.batchMark
