@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -183,8 +182,11 @@ type Server struct {
 	mon     monitors          // monitor.go
 	slow    slowlog           // slowlog.go
 
-	policy  *policy.Engine // Config.Policy's engine; nil without one (cmd_policy.go)
-	refused *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
+	policy   *policy.Engine // Config.Policy's engine; nil without one (cmd_policy.go)
+	refused  *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
+	errStats errorStats     // info_stats.go
+	track    tracking       // tracking.go
+	trackers atomic.Int32   // connections with CLIENT TRACKING ON
 }
 
 // Core is the core.Config of cfg's shared fields, for core.New.
@@ -384,6 +386,10 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		authed:  s.tun.Load().requirePass == "",
 	}
 	c.proto.Store(2)
+	c.multiLen.Store(-1)
+	c.active.Store(c.created.UnixNano())
+	c.fd = connFD(rc.NetConn())
+	c.errStats = &s.errStats
 	if la := rc.NetConn().LocalAddr(); la != nil {
 		c.laddr = la.String()
 	}
@@ -413,126 +419,6 @@ func (s *Server) closeConn(rc redcon.Conn, err error) {
 	s.closedErrors.Add(c.errors.Load())
 	s.connected.Add(-1)
 	s.conns.Done()
-}
-
-// serveCommand runs one command. redcon calls it for each command of a batch and
-// flushes the replies of the whole batch afterwards.
-func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
-	c := rc.Context().(*client)
-	defer func() {
-		// The last guard, not the plan: a handler bug must not take down every
-		// client. The reply may be half-written, so the connection is closed, and
-		// the commands pipelined after this one are dropped: redcon would otherwise
-		// run them, changing limits, with their replies going nowhere.
-		if r := recover(); r != nil {
-			s.log.Error("command panicked", "client", c.id, "command", string(cmd.Args[0]),
-				"panic", r, "stack", string(debug.Stack()))
-			c.w.WriteError("ERR internal error")
-			rc.ReadPipeline()
-			rc.Close()
-		}
-	}()
-	c.commands.Add(1)
-	// The commands of one pipeline share one reading of the clock, wall and monotonic:
-	// a reading is slow under a virtualised clock (BenchmarkClockNow), a visible share
-	// of the CPU of a deep RL.TOKEN pipeline in pprof. Each command's run time, for
-	// SLOWLOG and the latency metric, is then read from the monotonic clock alone
-	// (time.Since, BenchmarkClockSince) since the end of the command before.
-	if !c.batchOpen {
-		c.batchStart = time.Now()
-		c.batchNow = s.clock.At(c.batchStart)
-		c.batchMark = 0
-	}
-	c.batchOpen = len(rc.PeekPipeline()) > 0
-	s.dispatch(c, cmd.Args)
-}
-
-// dispatch finds a command and checks its arguments and the connection's right to
-// run it; inside MULTI it queues it, else runs it.
-func (s *Server) dispatch(c *client, args [][]byte) {
-	cm := lookup(commandIndex, args[0])
-	if cm == nil {
-		c.refuse(unknownCommand(args))
-		return
-	}
-	if cm.subs != nil && len(args) > 1 {
-		sub := lookup(cm.subIndex, args[1])
-		if sub == nil {
-			c.refuse(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.",
-				args[1], upper(cm.name)))
-			return
-		}
-		cm = sub
-	}
-	if cm.arity > 0 && len(args) != cm.arity || cm.arity < 0 && len(args) < -cm.arity {
-		c.refuse("ERR wrong number of arguments for '" + cm.full + "' command")
-		return
-	}
-	if !c.authed && !cm.noAuth {
-		c.refuse(errNoAuth)
-		return
-	}
-	if c.inMulti && !cm.tx {
-		c.queue(cm, args)
-		return
-	}
-	s.execute(c, cm, args)
-}
-
-// execute runs a checked command, unless the key's slot is another node's, or the
-// server is a replica and the command writes, or a full sync is loading.
-func (s *Server) execute(c *client, cm *command, args [][]byte) {
-	// Only cluster mode pays for the slot check, mostly the key's CRC16
-	// (BenchmarkClusterRedirect), within the noise of a pipelined RL.TOKEN over
-	// loopback (BenchmarkClusterCheck). Standalone, one comparison.
-	if s.cfg.Cluster != nil && (cm.firstKey != 0 || cm.keys != nil) {
-		if msg := s.clusterRedirect(cm, args); msg != "" {
-			c.writeError(msg)
-			return
-		}
-	}
-	// A limiter that may be a PEEK checks after parsing its arguments (limiter, cmdAll).
-	if cm.write && !cm.peekable && s.repl.ReadOnly() {
-		c.writeError(errReadOnly)
-		return
-	}
-	if !cm.loadingOK && s.repl.Loading() {
-		c.writeError(errLoading)
-		return
-	}
-	c.last.Store(cm)
-	cm.run(s, c, args, c.batchNow)
-	if cm.noMulti {
-		return // it may have handed the connection to a goroutine of its own, which owns c now
-	}
-	end := time.Since(c.batchStart)
-	took := end - c.batchMark
-	c.batchMark = end
-	if s.metrics.timeThisOne() {
-		s.metrics.latency[cm.id].observe(took)
-	}
-	if t := s.tun.Load(); t.slowerThan >= 0 && took.Microseconds() >= t.slowerThan && !cm.tx {
-		s.slow.add(c, cm, args, took, t.slowlogLen)
-	}
-	if s.mon.n.Load() > 0 {
-		s.feedMonitors(c, cm, args)
-	}
-}
-
-// unknownCommand formats the error exactly as Redis does: the name as typed and the
-// first arguments, quoted, until 128 bytes of them are shown.
-func unknownCommand(args [][]byte) string {
-	b := make([]byte, 0, 64)
-	for i := 1; i < len(args) && len(b) < 128; i++ {
-		a := args[i]
-		if len(a) > 128-len(b) {
-			a = a[:128-len(b)]
-		}
-		b = append(b, '\'')
-		b = append(b, a...)
-		b = append(b, "' "...)
-	}
-	return fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", args[0], b)
 }
 
 // stats sums the counters of live and closed connections.
