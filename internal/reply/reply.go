@@ -48,7 +48,6 @@ const (
 	GCRAMissing   = "ERR Missing TOKENS value"
 	GCRATokensOvf = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow"
 	GCRABurstOvf  = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow"
-	GCRASpan      = "ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years"
 
 	// The store's refusals of a key or of rules.
 	KeyTooLong = "ERR key is longer than 268435455 bytes"
@@ -89,7 +88,7 @@ var fixed = map[string]bool{
 	Count: true, Period: true, Quantity: true, UnknownKind: true, AllTooMany: true, AllUnknown: true,
 	LeaseMs: true, LeaseID: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
 	GCRAMaxBurst: true, GCRANotInt: true, GCRAPositive: true, GCRAFloat: true, GCRAPeriod: true,
-	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true, GCRASpan: true,
+	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true,
 	KeyTooLong: true, LogLimit: true, SameKey: true,
 }
 
