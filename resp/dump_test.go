@@ -107,4 +107,3 @@ func TestDumpRestore(t *testing.T) {
 		{"DEBUG DIGEST-VALUE", "[]"},
 	})
 }
-
