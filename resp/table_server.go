@@ -178,6 +178,18 @@ var serverCommands = []*command{
 		run: cmdShutdown,
 	},
 	{
+		name: "function", arity: -2,
+		summary: "A container for function commands: rlserver has no functions (no scripting).",
+		group:   groupServer,
+		subs: []*command{{
+			name: "flush", arity: -2, flags: []string{"write", "noscript"},
+			summary: "Delete every function: there are none, so OK (Redis's test runner sends it before each file).",
+			group:   groupServer, complexity: "O(1)",
+			args: flushArgs,
+			run:  cmdFunctionFlush,
+		}},
+	},
+	{
 		name: "debug", arity: -2, flags: flagsAdmin,
 		summary: "Set the server clock, or digest keys' states, for tests: only when started with -enable-debug-command.",
 		group:   groupServer, complexity: "O(1)",
