@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -115,20 +117,6 @@ func (s *Server) stopPubSub() {
 	s.ps.wg.Wait()
 }
 
-// killSubscribers closes the connections with subscriptions and returns how many.
-func (s *Server) killSubscribers(except *client) int {
-	s.ps.mu.Lock()
-	defer s.ps.mu.Unlock()
-	n := 0
-	for sub := range s.ps.subs {
-		if sub.count() > 0 && sub.c != except {
-			sub.dc.NetConn().Close()
-			n++
-		}
-	}
-	return n
-}
-
 func (s *Server) unsubscribeLocked(m map[string]map[*subscriber]struct{}, name string, sub *subscriber) {
 	set := m[name]
 	delete(set, sub)
@@ -179,7 +167,10 @@ func subscribeCmd(pattern bool) func(s *Server, c *client, args [][]byte, _ int6
 			c.w.WriteBulkString(name)
 			c.w.WriteInt64(int64(n))
 		}
-		if fresh {
+		switch {
+		case fresh && c.inExec:
+			c.execSub = sub // cmdExec serves it
+		case fresh:
 			sub.dc.Flush()
 			sub.wmu.Unlock()
 			go s.serveDetached(sub)
@@ -272,8 +263,23 @@ func cmdPublish(s *Server, c *client, args [][]byte, _ int64) {
 		// go meanwhile, or two of them publishing to each other would wait for each other.
 		c.sub.wmu.Unlock()
 	}
+	delivered := 0
 	for _, t := range targets {
 		t.sub.wmu.Lock()
+		// Still subscribed? Its UNSUBSCRIBE may have run since the targets were
+		// read: it holds wmu while it runs, so what is seen here holds until the
+		// message is written, and no message follows the confirmation.
+		s.ps.mu.Lock()
+		_, still := t.sub.channels[string(channel)]
+		if t.pattern != "" {
+			_, still = t.sub.patterns[t.pattern]
+		}
+		s.ps.mu.Unlock()
+		if !still {
+			t.sub.wmu.Unlock()
+			continue
+		}
+		delivered++
 		writeMessage(t.sub.c, t.pattern, channel, msg)
 		t.sub.dc.NetConn().SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if t.sub.dc.Flush() != nil {
@@ -284,7 +290,7 @@ func cmdPublish(s *Server, c *client, args [][]byte, _ int64) {
 	if c.sub != nil {
 		c.sub.wmu.Lock()
 	}
-	c.w.WriteInt64(int64(len(targets)))
+	c.w.WriteInt64(int64(delivered))
 }
 
 // writeMessage writes one published message to c: message, or pmessage with the pattern.
@@ -321,4 +327,54 @@ func (s *Server) subscribedPing(c *client, args [][]byte) bool {
 		c.w.WriteBulkString("")
 	}
 	return true
+}
+
+// cmdPubsubChannels serves PUBSUB CHANNELS [pattern], and SHARDCHANNELS (shard: none).
+func cmdPubsubChannels(shard bool) func(s *Server, c *client, args [][]byte, _ int64) {
+	return func(s *Server, c *client, args [][]byte, _ int64) {
+		if len(args) > 3 {
+			c.writeError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try PUBSUB HELP.", args[1]))
+			return
+		}
+		var names []string
+		if !shard {
+			s.ps.mu.Lock()
+			for ch := range s.ps.channels {
+				if len(args) < 3 || store.Match(args[2], []byte(ch), false) {
+					names = append(names, ch)
+				}
+			}
+			s.ps.mu.Unlock()
+		}
+		slices.Sort(names)
+		c.w.WriteArray(len(names))
+		for _, n := range names {
+			c.w.WriteBulkString(n)
+		}
+	}
+}
+
+// cmdPubsubNumsub serves PUBSUB NUMSUB [channel ...], and SHARDNUMSUB (shard: 0 each).
+func cmdPubsubNumsub(shard bool) func(s *Server, c *client, args [][]byte, _ int64) {
+	return func(s *Server, c *client, args [][]byte, _ int64) {
+		c.w.WriteArray(2 * (len(args) - 2))
+		for _, ch := range args[2:] {
+			n := 0
+			if !shard {
+				s.ps.mu.Lock()
+				n = len(s.ps.channels[string(ch)])
+				s.ps.mu.Unlock()
+			}
+			c.w.WriteBulk(ch)
+			c.w.WriteInt64(int64(n))
+		}
+	}
+}
+
+// cmdPubsubNumpat serves PUBSUB NUMPAT: the patterns with subscribers.
+func cmdPubsubNumpat(s *Server, c *client, _ [][]byte, _ int64) {
+	s.ps.mu.Lock()
+	n := len(s.ps.patterns)
+	s.ps.mu.Unlock()
+	c.w.WriteInt64(int64(n))
 }

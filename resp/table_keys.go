@@ -20,29 +20,33 @@ var keyCommands = []*command{
 	},
 	{
 		name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, keyStep: 1,
-		summary: "Delete keys; answers how many existed.",
-		group:   groupGeneric, complexity: "O(n) in the keys",
+		keyFlags: []string{"RM", "delete"},
+		summary:  "Delete keys; answers how many existed.",
+		group:    groupGeneric, complexity: "O(n) in the keys",
 		args: []arg{{name: "key", typ: "key", multiple: true}},
 		run:  cmdDel,
 	},
 	{
 		name: "unlink", arity: -2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: -1, keyStep: 1,
-		summary: "Delete keys, as DEL (states are small, nothing is left to free in the background).",
-		group:   groupGeneric, complexity: "O(n) in the keys",
+		keyFlags: []string{"RM", "delete"},
+		summary:  "Delete keys, as DEL (states are small, nothing is left to free in the background).",
+		group:    groupGeneric, complexity: "O(n) in the keys",
 		args: []arg{{name: "key", typ: "key", multiple: true}},
 		run:  cmdDel,
 	},
 	{
 		name: "exists", arity: -2, flags: flagsReadKey, firstKey: 1, lastKey: -1, keyStep: 1,
-		summary: "Count how many of the keys exist (a key named twice counts twice).",
-		group:   groupGeneric, complexity: "O(n) in the keys",
+		keyFlags: []string{"RO"},
+		summary:  "Count how many of the keys exist (a key named twice counts twice).",
+		group:    groupGeneric, complexity: "O(n) in the keys",
 		args: []arg{{name: "key", typ: "key", multiple: true}},
 		run:  cmdExists,
 	},
 	{
 		name: "type", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
-		summary: "Name the algorithm whose state the key holds (rl.token, rl.log, ..., cl.throttle, rl.lease), or none.",
-		group:   groupGeneric, complexity: "O(1)",
+		keyFlags: []string{"RO"},
+		summary:  "Name the algorithm whose state the key holds (rl.token, rl.log, ..., cl.throttle, rl.lease), or none.",
+		group:    groupGeneric, complexity: "O(1)",
 		args: []arg{{name: "key", typ: "key"}},
 		run:  cmdType,
 	},
@@ -154,8 +158,9 @@ var keyCommands = []*command{
 		subs: []*command{
 			{
 				name: "usage", arity: -3, flags: []string{"readonly"}, firstKey: 2, lastKey: 2, keyStep: 1,
-				summary: "Bytes the key costs the server: key, state, index and expiry share; null if absent.",
-				group:   groupGeneric, complexity: "O(1)",
+				keyFlags: []string{"RO"},
+				summary:  "Bytes the key costs the server: key, state, index and expiry share; null if absent.",
+				group:    groupGeneric, complexity: "O(1)",
 				args: []arg{
 					{name: "key", typ: "key"},
 					{name: "count", typ: "integer", token: "SAMPLES", optional: true},
@@ -170,4 +175,30 @@ var keyCommands = []*command{
 			},
 		},
 	},
+	{
+		name: "object", arity: -2,
+		summary: "A container for key introspection, as Redis's for a module's keys.",
+		group:   groupGeneric,
+		doc: "rlserver keeps no access times nor frequencies for its keys: IDLETIME and FREQ answer 0 " +
+			"for a key that exists (so `redis-cli --hotkeys` runs, and finds none hot), null for one " +
+			"that does not. ENCODING answers `raw`, as Redis does for a module's key, and REFCOUNT 1.",
+		subs: []*command{
+			objectSub("encoding", "The key's encoding: raw; null if absent."),
+			objectSub("freq", "The key's access frequency: 0, not tracked; null if absent."),
+			objectSub("idletime", "Seconds since the key was accessed: 0, not tracked; null if absent."),
+			objectSub("refcount", "The key's reference count: 1; null if absent."),
+		},
+	},
+}
+
+// objectSub is one OBJECT subcommand of a key.
+func objectSub(name, summary string) *command {
+	return &command{
+		name: name, arity: 3, flags: []string{"readonly"}, firstKey: 2, lastKey: 2, keyStep: 1,
+		keyFlags: []string{"RO"},
+		summary:  summary,
+		group:    groupGeneric, complexity: "O(1)",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdObject,
+	}
 }
