@@ -120,8 +120,9 @@ var limitCommands = []*command{
 		args:       limiterArgs("limit", &arg{name: "burst", typ: "integer", token: "BURST", optional: true}),
 		doc: "Spaces requests one emission interval T apart, T = round(window_ms·1000 / limit) µs " +
 			"(half up, at least 1), and tolerates `burst` of them at once (default: `limit`). The key " +
-			"stores only its theoretical arrival time, in integer µs; Redis 8.8's `GCRA` command " +
-			"(below) reads and writes the same state. Field 2 is the burst. Equivalent to a token " +
+			"stores only its theoretical arrival time, in integer µs, decided on the µs clock; Redis " +
+			"8.8's `GCRA` command (below) keeps a state of its own, on Redis's ms clock (each answers " +
+			"WRONGTYPE on the other's keys). Field 2 is the burst. Equivalent to a token " +
 			"bucket, with exact `retry_after_ms`. A schedule over 100 years is refused: " +
 			"`ERR burst × window_ms / limit must be at most 100 years`.",
 		examples: []example{
