@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"math"
 
 	"github.com/rlserver/rlserver/algo"
@@ -200,6 +201,10 @@ func keyDigest(key []byte, d [20]byte) [20]byte {
 func cmdFunctionFlush(_ *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 3 || len(args) == 3 &&
 		!bytes.EqualFold(args[2], []byte("async")) && !bytes.EqualFold(args[2], []byte("sync")) {
+		if len(args) > 3 {
+			c.writeError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try FUNCTION HELP.", args[1]))
+			return
+		}
 		c.writeError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		return
 	}

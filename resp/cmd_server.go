@@ -80,6 +80,9 @@ func cmdDebug(s *Server, c *client, args [][]byte, now int64) {
 	case sub == "digest" && len(args) == 2:
 		debugDigest(s, c, now)
 		return
+	case sub == "digest":
+		c.writeError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try DEBUG HELP.", args[1]))
+		return
 	case sub == "digest-value":
 		debugDigestValue(s, c, args[2:], now)
 		return

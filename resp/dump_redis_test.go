@@ -44,14 +44,19 @@ func TestRestoreRedisPayload(t *testing.T) {
 		{"PEXPIRETIME", "n"},
 		{"EXPIRETIME", "n"},
 		{"DUMP", "n"},
+		{"DUMP", "n", "m"},
+		{"PEXPIRETIME"},
+		{"FUNCTION", "FLUSH", "BAD"},
+		{"FUNCTION", "FLUSH", "SYNC", "X"},
+		{"FUNCTION", "FLUSH", "ASYNC"},
 	} {
-		if args[1] == "s" {
+		if len(args) > 1 && args[1] == "s" {
 			rdb.Do(ctx, "GCRA", "s", 5, 1, 60) // s exists on both: BUSYKEY first
 		}
 		a, errA := rdb.Do(ctx, args...).Result()
 		b, errB := real.Do(ctx, args...).Result()
 		if show(a, errA) != show(b, errB) {
-			t.Errorf("%q: rlserver %s, Redis %s", args[:2], show(a, errA), show(b, errB))
+			t.Errorf("%q: rlserver %s, Redis %s", args[:min(len(args), 2)], show(a, errA), show(b, errB))
 		}
 	}
 }
