@@ -95,3 +95,31 @@ func TestSetGCRA(t *testing.T) {
 		t.Errorf("SetGCRA on RL.FIXED's key: %v", err)
 	}
 }
+
+// TestRedisGCRASnapshot: a GCRA key, its deadline its own (the ms after its tat),
+// goes through a snapshot as it is.
+func TestRedisGCRASnapshot(t *testing.T) {
+	s := newStore(t, Config{})
+	r, err := algo.NativeGCRA(5, 10000, 1, 1) // T = 100 µs
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do([]byte("g"), r, t0); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := s.WriteSnapshot(&buf, t0); err != nil {
+		t.Fatal(err)
+	}
+	loaded := newStore(t, Config{})
+	if info, err := loaded.ReadSnapshot(&buf, t0); err != nil || info.Keys != 1 {
+		t.Fatalf("ReadSnapshot: %+v, %v", info, err)
+	}
+	a, _ := s.Digest([]byte("g"), t0)
+	b, _ := loaded.Digest([]byte("g"), t0)
+	ta, _ := s.TTL([]byte("g"), t0)
+	tb, _ := loaded.TTL([]byte("g"), t0)
+	if k, _ := loaded.Type([]byte("g"), t0); k != algo.KindRedisGCRA || a != b || ta != tb || (t0+ta)%1000 != 0 {
+		t.Errorf("loaded: kind %v, digests %x %x, ttl %d %d", k, a, b, ta, tb)
+	}
+}
