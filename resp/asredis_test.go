@@ -172,6 +172,7 @@ func TestClientAsRedis(t *testing.T) {
 		"CLIENT KILL USER nobody\r\nCLIENT KILL USER default LADDR 1.2.3.4:5\r\nCLIENT KILL ID 0\r\n",
 		"CLIENT KILL ADDR\r\nCLIENT KILL TYPE x\r\nCLIENT KILL SKIPME maybe\r\nCLIENT KILL 1.2.3.4:5\r\n",
 		"CLIENT KILL ADDR 1.2.3.4:5 LADDR\r\nCLIENT KILL FOO bar\r\n",
+		"CLIENT TRACKING\r\nCLIENT TRACKING maybe\r\nCLIENT TRACKING ON FOO\r\nCLIENT TRACKING OFF\r\n",
 	})
 	// Killing one's own connection: the reply, then the close; commands after it are dropped.
 	for _, form := range []string{"CLIENT KILL ADDR %s SKIPME no", "CLIENT KILL %s", "CLIENT KILL LADDR %[2]s SKIPME no ADDR %[1]s"} {

@@ -30,6 +30,7 @@ type client struct {
 	authed     bool // by AUTH or HELLO AUTH, or no password is required
 	// CLIENT REPLY OFF: replies are dropped; SKIP: the next command's is.
 	replyOff, replySkip bool
+	trackNoLoop         bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool
@@ -41,14 +42,15 @@ type client struct {
 	// sub is set once the connection subscribed and left redcon's loop (pubsub.go).
 	sub *subscriber
 
-	fd       int          // the socket's descriptor, for CLIENT LIST; -1 if unknown
-	active   atomic.Int64 // when its last batch of commands began, Unix ns (CLIENT LIST's idle)
-	multiLen atomic.Int32 // commands queued in MULTI, -1 outside (CLIENT LIST's multi)
-	proto    atomic.Int32 // 2 or 3, set by HELLO
-	errStats *errorStats  // the server's, for INFO errorstats
-	commands atomic.Uint64
-	errors   atomic.Uint64
-	last     atomic.Pointer[command]
+	fd         int          // the socket's descriptor, for CLIENT LIST; -1 if unknown
+	active     atomic.Int64 // when its last batch of commands began, Unix ns (CLIENT LIST's idle)
+	multiLen   atomic.Int32 // commands queued in MULTI, -1 outside (CLIENT LIST's multi)
+	trackingOn atomic.Bool  // CLIENT TRACKING ON (tracking.go)
+	proto      atomic.Int32 // 2 or 3, set by HELLO
+	errStats   *errorStats  // the server's, for INFO errorstats
+	commands   atomic.Uint64
+	errors     atomic.Uint64
+	last       atomic.Pointer[command]
 
 	mu      sync.Mutex // guards the fields below
 	name    string

@@ -37,6 +37,7 @@ type subscriber struct {
 	channels map[string]struct{} // guarded by pubsub.mu
 	patterns map[string]struct{} // guarded by pubsub.mu
 	watch    *watcher            // set by MONITOR (monitor.go)
+	tracked  map[string]struct{} // keys read under CLIENT TRACKING; guarded by pubsub.mu
 }
 
 // count is how many channels and patterns sub has; pubsub.mu is held.
@@ -78,6 +79,10 @@ func (s *Server) serveDetached(sub *subscriber) {
 		}
 		delete(s.ps.subs, sub)
 		s.ps.mu.Unlock()
+		s.untrack(sub)
+		if sub.c.trackingOn.Swap(false) {
+			s.trackers.Add(-1)
+		}
 		if sub.watch != nil {
 			s.unwatch(sub.watch)
 		}

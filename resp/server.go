@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,6 +180,8 @@ type Server struct {
 	mon      monitors      // monitor.go
 	slow     slowlog       // slowlog.go
 	errStats errorStats    // info_stats.go
+	track    tracking      // tracking.go
+	trackers atomic.Int32  // connections with CLIENT TRACKING ON
 }
 
 // NewServer validates cfg and returns a Server, not yet listening, with an empty
@@ -428,184 +429,6 @@ func (s *Server) closeConn(rc redcon.Conn, err error) {
 	s.closedErrors.Add(c.errors.Load())
 	s.connected.Add(-1)
 	s.conns.Done()
-}
-
-// serveCommand runs one command. redcon calls it for each command of a batch and
-// flushes the replies of the whole batch afterwards.
-func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
-	c := rc.Context().(*client)
-	defer func() {
-		// The last guard, not the plan: a handler bug must not take down every
-		// client. The reply may be half-written, so the connection is closed, and
-		// the commands pipelined after this one are dropped: redcon would otherwise
-		// run them, changing limits, with their replies going nowhere.
-		if r := recover(); r != nil {
-			s.log.Error("command panicked", "client", c.id, "command", string(cmd.Args[0]),
-				"panic", r, "stack", string(debug.Stack()))
-			c.w.WriteError("ERR internal error")
-			rc.ReadPipeline()
-			rc.Close()
-		}
-	}()
-	c.commands.Add(1)
-	// The commands of one pipeline share one reading of the clock, wall and monotonic:
-	// a reading is slow under a virtualised clock (BenchmarkClockNow), a visible share
-	// of the CPU of a deep RL.TOKEN pipeline in pprof. Each command's run time, for
-	// SLOWLOG and the latency metric, is then read from the monotonic clock alone
-	// (time.Since, BenchmarkClockSince) since the end of the command before.
-	if !c.batchOpen {
-		c.batchStart = time.Now()
-		c.active.Store(c.batchStart.UnixNano())
-		c.batchNow = s.clock.at(c.batchStart)
-		c.batchMark = 0
-	}
-	c.batchOpen = len(rc.PeekPipeline()) > 0
-	if !c.replyOff && !c.replySkip {
-		s.dispatch(c, cmd.Args)
-		return
-	}
-	s.dispatchSilent(c, cmd.Args)
-}
-
-// dispatchSilent runs a command whose reply CLIENT REPLY OFF or SKIP drops: what it
-// wrote is cut from the buffer, unless it was CLIENT REPLY ON's OK, or the command
-// handed the connection to a goroutine of its own (SUBSCRIBE), which owns c now.
-func (s *Server) dispatchSilent(c *client, args [][]byte) {
-	skip, sub := c.replySkip, c.sub
-	c.replySkip = false
-	mark := len(c.w.Buffer())
-	s.dispatch(c, args)
-	if c.sub == sub && (skip || c.replyOff) {
-		c.w.SetBuffer(c.w.Buffer()[:mark])
-	}
-}
-
-// dispatch finds a command and checks its arguments and the connection's right to
-// run it; inside MULTI it queues it, else runs it.
-func (s *Server) dispatch(c *client, args [][]byte) {
-	cm := lookup(commandIndex, args[0])
-	if cm == nil {
-		c.refuse(unknownCommand(args))
-		return
-	}
-	if cm.subs != nil && len(args) > 1 {
-		sub := lookup(cm.subIndex, args[1])
-		if sub == nil {
-			c.refuse(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.",
-				args[1], upper(cm.name)))
-			return
-		}
-		cm = sub
-	}
-	if cm.arity > 0 && len(args) != cm.arity || cm.arity < 0 && len(args) < -cm.arity {
-		cm.stats.rejected.Add(1)
-		msg := "wrong number of arguments for '" + cm.full + "' command"
-		if c.inMulti && cm.name == "exec" {
-			// Redis aborts the transaction at once, saying why.
-			c.inMulti, c.multi = false, nil
-			c.multiLen.Store(-1)
-			c.writeError(errExecAbortBecause + msg)
-			return
-		}
-		c.refuse("ERR " + msg)
-		return
-	}
-	if !c.authed && !cm.noAuth {
-		cm.stats.rejected.Add(1)
-		c.refuse(errNoAuth)
-		return
-	}
-	if c.inMulti && !cm.tx {
-		if cm.noMulti {
-			cm.stats.rejected.Add(1)
-			c.refuse(errNoMulti)
-			return
-		}
-		// Refused now, as Redis refuses it when queued, it dooms the transaction:
-		// EXEC then applies none of it.
-		if msg := s.refusal(cm, args, true); msg != "" {
-			cm.stats.rejected.Add(1)
-			c.refuse(msg)
-			return
-		}
-		c.queue(cm, args)
-		return
-	}
-	s.execute(c, cm, args)
-}
-
-// refusal is the error that keeps a checked command from running here, or "": the
-// key's slot is another node's (MOVED, CROSSSLOT), the server is a replica and the
-// command writes (READONLY), or a full sync is loading (LOADING). Queued (inside
-// MULTI), a limiter that may be a PEEK is judged by its arguments; run, it checks
-// after parsing them (limiter, cmdAll).
-func (s *Server) refusal(cm *command, args [][]byte, queued bool) string {
-	// Only cluster mode pays for the slot check, mostly the key's CRC16
-	// (BenchmarkClusterRedirect), within the noise of a pipelined RL.TOKEN over
-	// loopback (BenchmarkClusterCheck). Standalone, one comparison.
-	if s.cfg.Cluster != nil && (cm.firstKey != 0 || cm.keys != nil) {
-		if msg := s.clusterRedirect(cm, args); msg != "" {
-			return msg
-		}
-	}
-	if cm.write && s.repl.readOnly.Load() && (!cm.peekable || queued && !peeks(cm, args)) {
-		return errReadOnly
-	}
-	if !cm.loadingOK && s.repl.loading.Load() {
-		return errLoading
-	}
-	return ""
-}
-
-// execute runs a checked command, unless refusal says no.
-func (s *Server) execute(c *client, cm *command, args [][]byte) {
-	if msg := s.refusal(cm, args, false); msg != "" {
-		cm.stats.rejected.Add(1)
-		c.writeError(msg)
-		return
-	}
-	c.last.Store(cm)
-	cm.stats.calls.Add(1)
-	errs := c.errors.Load()
-	cm.run(s, c, args, c.batchNow)
-	if cm.noMulti || cm.detaches && !c.inExec {
-		return // it may have handed the connection to a goroutine of its own, which owns c now
-	}
-	if c.errors.Load() != errs {
-		cm.stats.failed.Add(1)
-	}
-	end := time.Since(c.batchStart)
-	took := end - c.batchMark
-	c.batchMark = end
-	cm.stats.ns.Add(uint64(took))
-	if s.metrics.timeThisOne() {
-		s.metrics.latency[cm.id].observe(took)
-	}
-	if t := s.tun.Load(); t.slowerThan >= 0 && took.Microseconds() >= t.slowerThan && !cm.tx {
-		s.slow.add(c, cm, args, took, t.slowlogLen)
-	}
-	if s.mon.n.Load() > 0 {
-		s.feedMonitors(c, cm, args)
-	}
-	if c.execSub != nil && !c.inExec {
-		s.serveExecSub(c)
-	}
-}
-
-// unknownCommand formats the error exactly as Redis does: the name as typed and the
-// first arguments, quoted, until 128 bytes of them are shown.
-func unknownCommand(args [][]byte) string {
-	b := make([]byte, 0, 64)
-	for i := 1; i < len(args) && len(b) < 128; i++ {
-		a := args[i]
-		if len(a) > 128-len(b) {
-			a = a[:128-len(b)]
-		}
-		b = append(b, '\'')
-		b = append(b, a...)
-		b = append(b, "' "...)
-	}
-	return fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", args[0], b)
 }
 
 // stats sums the counters of live and closed connections.

@@ -102,6 +102,24 @@ var connCommands = []*command{
 				run: cmdClientReply,
 			},
 			{
+				name: "tracking", arity: -3, flags: flagsConn,
+				summary: "Client-side caching, Redis's default mode in RESP3: the keys read are invalidated by a push when written (NOLOOP: not by one's own writes).",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{
+					{name: "status", typ: "oneof", args: []arg{
+						{name: "on", typ: "pure-token", token: "ON"},
+						{name: "off", typ: "pure-token", token: "OFF"},
+					}},
+					{name: "noloop", typ: "pure-token", token: "NOLOOP", optional: true},
+				},
+				doc: "As Redis's default tracking mode: after a read of a key (EXISTS, TYPE, PTTL...) the " +
+					"connection gets `invalidate [key]` as a RESP3 push when a command next writes that key, " +
+					"and `invalidate null` on FLUSHALL. REDIRECT, BCAST, PREFIX, OPTIN and OPTOUT are refused. " +
+					"A key that disappears by itself (its state fresh again) sends no invalidation.",
+				detaches: true,
+				run:      cmdClientTracking,
+			},
+			{
 				name: "setinfo", arity: 4, flags: flagsConn,
 				summary: "Record the client library's name or version, shown by CLIENT LIST.",
 				group:   groupConnection, complexity: "O(1)",
