@@ -576,7 +576,7 @@ type algoKey struct {
 	slide   algo.SlideState
 	log     []algo.LogEntry
 	token   algo.TokenState
-	tat     int64 // GCRA, LEAKY, THROTTLE
+	tat     int64 // GCRA, LEAKY, THROTTLE, Redis's GCRA
 	freshAt int64
 }
 
@@ -617,6 +617,11 @@ func (a algoSide) do(st step) outcome {
 			next.token, d = algo.Token(next.token, r, st.now)
 		case algo.KindGCRA, algo.KindThrottle:
 			next.tat, d = algo.GCRA(next.tat, r, st.now)
+		case algo.KindRedisGCRA:
+			var err error
+			if next.tat, d, err = algo.RedisGCRA(next.tat, r, st.now); err != nil {
+				panic(err) // the steps stay within the script's exact doubles
+			}
 		case algo.KindLeaky:
 			next.tat, d = algo.Leaky(next.tat, r, st.now)
 		}

@@ -27,15 +27,19 @@ type Kind uint8
 
 // The algorithms, one per command.
 const (
-	KindFixed    Kind = iota + 1 // RL.FIXED: fixed window
-	KindSlide                    // RL.SLIDE: sliding window counter
-	KindLog                      // RL.LOG: sliding window log
-	KindToken                    // RL.TOKEN: token bucket
-	KindGCRA                     // RL.GCRA: generic cell rate algorithm
-	KindLeaky                    // RL.LEAKY: leaky bucket as a queue
-	KindThrottle                 // CL.THROTTLE: redis-cell's GCRA
-	KindLease                    // RL.ACQUIRE, RL.RELEASE, RL.RENEW: concurrency leases
+	KindFixed     Kind = iota + 1 // RL.FIXED: fixed window
+	KindSlide                     // RL.SLIDE: sliding window counter
+	KindLog                       // RL.LOG: sliding window log
+	KindToken                     // RL.TOKEN: token bucket
+	KindGCRA                      // RL.GCRA: generic cell rate algorithm
+	KindLeaky                     // RL.LEAKY: leaky bucket as a queue
+	KindThrottle                  // CL.THROTTLE: redis-cell's GCRA
+	KindLease                     // RL.ACQUIRE, RL.RELEASE, RL.RENEW: concurrency leases
+	KindRedisGCRA                 // GCRA: Redis 8.8's own command, on Redis's clock (RedisGCRA)
 )
+
+// LastKind is the highest Kind: loops over every kind run from KindFixed to it.
+const LastKind = KindRedisGCRA
 
 // Request is one call, as package resp parses it from the wire (resp.ParseRequest).
 // Durations are in microseconds.
@@ -61,6 +65,7 @@ type Request struct {
 	// the Lua twin, which derives Interval from it in doubles, as Redis does.
 	Period float64
 	// Cell selects redis-cell's reply, for CL.THROTTLE and Redis's GCRA (see GCRA).
+	// It is always set on KindRedisGCRA.
 	Cell bool
 	// Spend makes RL.FIXED count a refused call's cost too, and refuse any call, one
 	// of cost 0 included, whose count would then be past the limit: envoyproxy/

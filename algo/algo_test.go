@@ -405,7 +405,8 @@ func TestKindNames(t *testing.T) {
 		{KindThrottle, "cl.throttle"},
 		{Kind(0), "none"},
 		{KindLease, "rl.lease"},
-		{Kind(9), "none"},
+		{KindRedisGCRA, "gcra"},
+		{Kind(10), "none"},
 		{Kind(255), "none"},
 	} {
 		if got := c.kind.String(); got != c.want {

@@ -65,39 +65,22 @@ type ospec struct {
 	kind               Kind
 	limit, windowMs    int64 // RL.*
 	rate, burst, queue int64 // RATE, BURST, QUEUE when > 0
-	maxBurst, count    int64 // CL.THROTTLE and Redis's GCRA
+	maxBurst, count    int64 // CL.THROTTLE
 	periodS            int64
-	// native is Redis 8.8's GCRA command (NativeGCRA), with kind KindThrottle: the same
-	// definition and reply as CL.THROTTLE, its period a float, here periodS plus
-	// quarters/4 seconds, so exact in binary and in µs.
-	native   bool
-	quarters int64
 }
 
 // oracleFamilies are the commands under test, as ospec templates.
 var oracleFamilies = []ospec{{kind: KindFixed}, {kind: KindSlide}, {kind: KindLog}, {kind: KindToken},
-	{kind: KindGCRA}, {kind: KindLeaky}, {kind: KindThrottle}, {kind: KindThrottle, native: true}}
+	{kind: KindGCRA}, {kind: KindLeaky}, {kind: KindThrottle}}
 
 // name is the command's name.
-func (s ospec) name() string {
-	if s.native {
-		return "gcra"
-	}
-	return s.kind.String()
-}
+func (s ospec) name() string { return s.kind.String() }
 
 func (s ospec) String() string { return s.name() + " " + s.args(1, false) }
 
-// args is the command line after the key, with COST (CL.THROTTLE: quantity; GCRA:
-// TOKENS) and PEEK.
+// args is the command line after the key, with COST (CL.THROTTLE: quantity) and PEEK.
 func (s ospec) args(cost int64, peek bool) string {
 	switch {
-	case s.native:
-		period := fmt.Sprint(s.periodS)
-		if s.quarters > 0 {
-			period = fmt.Sprintf("%d.%02d", s.periodS, 25*s.quarters)
-		}
-		return fmt.Sprint(s.maxBurst, " ", s.count, " ", period, " TOKENS ", cost)
 	case s.kind == KindThrottle:
 		return fmt.Sprint(s.maxBurst, " ", s.count, " ", s.periodS, " ", cost)
 	}
@@ -117,34 +100,22 @@ func (s ospec) args(cost int64, peek bool) string {
 	return a
 }
 
-// request builds the request of the arguments (parse, parseNative).
+// request builds the request of the arguments (parse).
 func (s ospec) request(t testing.TB, cost int64, peek bool) Request {
 	t.Helper()
-	if s.native {
-		r, err := parseNative(s.args(cost, peek))
-		if err != nil {
-			t.Fatalf("parseNative(%q): %v", s.args(cost, peek), err)
-		}
-		return r
-	}
 	return mustParse(t, s.kind, s.args(cost, peek))
 }
 
 // parses reports whether the arguments of s with this cost are within the contract.
 func (s ospec) parses(cost int64) bool {
-	var err error
-	if s.native {
-		_, err = parseNative(s.args(cost, false))
-	} else {
-		_, err = parse(s.kind, s.args(cost, false))
-	}
+	_, err := parse(s.kind, s.args(cost, false))
 	return err == nil
 }
 
 // windowUs is W in µs; CL.THROTTLE's period.
 func (s ospec) windowUs() int64 {
 	if s.kind == KindThrottle {
-		return s.periodS*1_000_000 + s.quarters*250_000
+		return s.periodS * 1_000_000
 	}
 	return s.windowMs * 1000
 }
@@ -592,7 +563,7 @@ var (
 func drawSpec(rng *rand.Rand, f ospec) ospec {
 	kind := f.kind
 	for {
-		s := ospec{kind: kind, native: f.native}
+		s := ospec{kind: kind}
 		if kind == KindThrottle {
 			s.maxBurst = pick(rng, 0, 999, 0, 1, 2, 15, 999)
 			s.count = pick(rng, 1, 1000, oCounts...)
@@ -600,9 +571,6 @@ func drawSpec(rng *rand.Rand, f ospec) ospec {
 			if rng.IntN(6) == 0 { // 1e6·p/n = x.5 for n in {128, 640} and p odd
 				s.count = []int64{128, 640}[rng.IntN(2)]
 				s.periodS |= 1
-			}
-			if s.native && rng.IntN(3) == 0 { // a period with quarters, below a second too
-				s.periodS, s.quarters = s.periodS%3, 1+rng.Int64N(3)
 			}
 		} else {
 			s.limit = pick(rng, 1, 1000, oLimits...)
@@ -679,7 +647,7 @@ func edgeSpecs(f ospec) []ospec {
 		for _, mb := range either([]int64{0, 1, 999}, []int64{0, 999}) {
 			for _, n := range either([]int64{1, 7, 128, 640, 1000}, []int64{1, 7, 640}) {
 				for _, p := range either([]int64{1, 3, 7, maxPeriodS}, []int64{1, 3, maxPeriodS}) {
-					add(ospec{kind: kind, native: f.native, maxBurst: mb, count: n, periodS: p})
+					add(ospec{kind: kind, maxBurst: mb, count: n, periodS: p})
 				}
 			}
 		}
@@ -842,10 +810,6 @@ func checkWait(t *testing.T, seed uint64, m machine, o *oracle, sp ospec, cost, 
 // specsFor is the edge specs and n random ones for kind.
 func specsFor(rng *rand.Rand, f ospec, n int) []ospec {
 	specs := edgeSpecs(f)
-	if f.native {
-		specs = append(specs, ospec{kind: KindThrottle, native: true, maxBurst: 3, count: 7, quarters: 1},
-			ospec{kind: KindThrottle, native: true, maxBurst: 999, count: 640, periodS: 3600, quarters: 2})
-	}
 	for range n {
 		specs = append(specs, drawSpec(rng, f))
 	}
@@ -1360,12 +1324,12 @@ func TestOracleRegressions(t *testing.T) {
 			bad, n := 0, 0
 			for l := int64(1); l <= 150; l++ {
 				for _, w := range windows {
-					sp := ospec{kind: f.kind, native: f.native, limit: l, windowMs: w}
+					sp := ospec{kind: f.kind, limit: l, windowMs: w}
 					switch f.kind {
 					case KindLeaky:
 						sp.queue = l - 1
 					case KindThrottle:
-						sp = ospec{kind: f.kind, native: f.native, maxBurst: l - 1, count: l, periodS: max(1, w/1000)}
+						sp = ospec{kind: f.kind, maxBurst: l - 1, count: l, periodS: max(1, w/1000)}
 					}
 					n++
 					if got := burstSize(t, sp, base+ms(w)/3); got != l {

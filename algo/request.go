@@ -48,21 +48,21 @@ func (r Request) CheckSchedule() error {
 // NativeGCRA is the request of Redis 8.8's GCRA command, GCRA key max_burst
 // tokens_per_period period [TOKENS tokens], from arguments already in Redis's ranges
 // (max_burst >= 0, tokens_per_period >= 1, 0 < period < 1e12 s, tokens >= 1): a
-// KindGCRA request, so that GCRA and RL.GCRA share a key's state. Burst =
-// max_burst+1 (Redis keeps 2^63-1 as it is), Interval = T as Redis derives it,
-// Cost = tokens, Cell set (Redis's reply is redis-cell's), and Limit = max_burst,
-// Rate = tokens_per_period and Period = period as given, for the Lua twin, which
-// derives T as Redis does. Errors, in Redis's order: ErrCostOverflow and
-// ErrBurstOverflow where Redis overflows int64 µs, then CheckSchedule's 100 years,
-// where Redis would go on to 292,000 years.
+// KindRedisGCRA request (RedisGCRA decides it). Burst = max_burst+1 (Redis keeps
+// 2^63-1 as it is), Interval = T as Redis derives it, Cost = tokens, Cell set (Redis's
+// reply is redis-cell's), and Limit = max_burst, Rate = tokens_per_period and Period =
+// period as given, for the Lua twin, which derives T as Redis does. Errors are Redis's
+// own checks, in its order: ErrCostOverflow and ErrBurstOverflow where T·tokens or
+// T·(max_burst+1) pass int64 µs. No 100-year bound: Redis has none.
 func NativeGCRA(maxBurst, tokensPerPeriod int64, period float64, tokens int64) (Request, error) {
-	r := Request{Kind: KindGCRA, Limit: maxBurst, Rate: tokensPerPeriod, Period: period, Cost: tokens, Cell: true}
+	r := Request{Kind: KindRedisGCRA, Limit: maxBurst, Rate: tokensPerPeriod, Period: period, Cost: tokens, Cell: true}
 	r.Burst = r.Limit
 	if r.Burst < math.MaxInt64 {
 		r.Burst++
 	}
 	// Redis: (long long)(period * 1000000. / tokens_per_period + 0.5), at least 1. The
 	// product feeds a division, never an addition, so no fused multiply-add can change it.
+	// Below 1e12 s, period·1e6 stays below 2^63, so the conversion is defined.
 	r.Interval = max(1, int64(r.Period*1e6/float64(r.Rate)+0.5))
 	switch {
 	case r.Interval > math.MaxInt64/r.Cost:
@@ -70,5 +70,5 @@ func NativeGCRA(maxBurst, tokensPerPeriod int64, period float64, tokens int64) (
 	case r.Interval > math.MaxInt64/r.Burst:
 		return Request{}, ErrBurstOverflow
 	}
-	return r, r.CheckSchedule()
+	return r, nil
 }

@@ -73,7 +73,7 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 func (col collector) Collect(ch chan<- prometheus.Metric) {
 	c := col.c
 	st := c.store.Stats()
-	for k := algo.KindFixed; k <= algo.KindLease; k++ {
+	for k := algo.KindFixed; k <= algo.LastKind; k++ {
 		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(st.Allowed[k]), k.Command(), "allowed")
 		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(st.Limited[k]), k.Command(), "limited")
 	}

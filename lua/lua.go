@@ -35,9 +35,10 @@
 // gcra is Redis 8.8's native GCRA command: period is a float of seconds written so that
 // it reads back as the double rlserver parsed (Args writes the shortest such decimal),
 // and the script derives the emission interval from it in doubles, as Redis does. It
-// has no rlserver kind of its own: it reads and writes rl.gcra's state (below), so one
-// key serves GCRA and RL.GCRA alike, as on rlserver. It is not a rule of rl.all, whose
-// GCRA rules are RL.GCRA's.
+// decides on the call's time floored to the ms and keeps the key until its tat rounded
+// up to the ms, as Redis and rlserver do. Its state is its own (below): rl.gcra answers
+// WRONGTYPE on its keys and it on rl.gcra's. It is not a rule of rl.all, whose GCRA
+// rules are RL.GCRA's.
 //
 // peek is 1 for PEEK, 0 otherwise. A cost (CL.THROTTLE: quantity) of -n is REFUND n
 // (algo.Request.Refund; Args writes it so): the script gives back n as algo/refund.go
@@ -88,7 +89,7 @@
 // # State and types
 //
 // A key is recognised by its Redis type and the field its script writes: rl.fixed is a
-// hash {fw, fc}, rl.slide {sw, sc, sp}, rl.token {tk, ts}, rl.gcra and gcra {gt}, rl.leaky {lt},
+// hash {fw, fc}, rl.slide {sw, sc, sp}, rl.token {tk, ts}, rl.gcra {gt}, gcra {gn}, rl.leaky {lt},
 // cl.throttle {ct}; rl.log is a sorted set of "ts:cost" members scored by ts (µs), one
 // per admitted moment; a lease set is a sorted set of "l:id" members scored by the
 // lease's deadline (µs), the key living until the last one. Any other existing key
@@ -145,8 +146,8 @@ var (
 	renewBody string
 )
 
-// scripts maps each command, lower case as algo.Kind.Command spells it, to its script;
-// Redis's native GCRA, which has no kind of its own, is "gcra". Unexported, so that no
+// scripts maps each command, lower case as algo.Kind.Command spells it, to its script
+// (Redis's native GCRA is "gcra"). Unexported, so that no
 // importer can replace a script under the client's feet: Named and Commands read it.
 var scripts = map[string]Script{
 	"rl.fixed":    singleScript("rl.fixed", fixedBody),
@@ -188,23 +189,17 @@ func wrap(name, body string) string {
 	return "local function " + name + "(KEYS, ARGV)\n" + common + body + "end\n"
 }
 
-// For is the script that decides r: its command's, or gcra for Redis's GCRA, which
-// shares RL.GCRA's kind (r.Cell on KindGCRA).
-func For(r algo.Request) Script {
-	if r.Kind == algo.KindGCRA && r.Cell {
-		return scripts["gcra"]
-	}
-	return scripts[r.Kind.Command()]
-}
+// For is the script that decides r: its command's.
+func For(r algo.Request) Script { return scripts[r.Kind.Command()] }
 
 // Args is r as its script takes it in ARGV (see Arguments above), without now_us: the
 // one place that maps a parsed request onto the scripts' layout. A request of Redis's
-// native GCRA (resp.ParseGCRA, algo.NativeGCRA: KindGCRA with Cell set) is the gcra script's.
+// native GCRA (resp.ParseGCRA, algo.NativeGCRA: KindRedisGCRA) is the gcra script's.
 func Args(r algo.Request) []any {
 	switch {
 	case r.Kind == algo.KindThrottle:
 		return []any{r.Limit, r.Rate, r.Window / 1_000_000, cost(r)}
-	case r.Kind == algo.KindGCRA && r.Cell:
+	case r.Kind == algo.KindRedisGCRA:
 		// The shortest decimal that reads back as the same double, as strtod reads it.
 		return []any{r.Limit, r.Rate, strconv.FormatFloat(r.Period, 'g', -1, 64), r.Cost}
 	}

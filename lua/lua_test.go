@@ -79,7 +79,7 @@ func TestArgs(t *testing.T) {
 		// Redis's GCRA: the period as the shortest decimal of its double.
 		{nativeGCRA(t, "15 30 60 TOKENS 2"), "[15 30 60 2]"},
 		{nativeGCRA(t, "0 7 3600.25"), "[0 7 3600.25 1]"},
-		{nativeGCRA(t, "0 1 0x10"), "[0 1 16 1]"},
+		{nativeGCRA(t, "0 1 1e1"), "[0 1 10 1]"},
 		{nativeGCRA(t, "0 1 1e-7"), "[0 1 1e-07 1]"},
 		{nativeGCRA(t, "0 1 0.1"), "[0 1 0.1 1]"},
 	}
@@ -471,9 +471,9 @@ func nativeGCRA(t *testing.T, args string) algo.Request {
 	return r
 }
 
-// TestNativeGCRA runs the gcra script (Redis 8.8's GCRA) on its own and on a key it
-// shares with rl.gcra: one state, each answering in its own units, and a limited call
-// changes nothing.
+// TestNativeGCRA runs the gcra script (Redis 8.8's GCRA): Redis's numbers, a limited
+// call changing nothing, the ms clock and expiry, and WRONGTYPE on rl.gcra's keys and
+// on gcra's for rl.gcra.
 func TestNativeGCRA(t *testing.T) {
 	rdb := newRedis(t)
 	const wrongType = "error: WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -485,12 +485,19 @@ func TestNativeGCRA(t *testing.T) {
 		{"gcra", []string{"k"}, []any{5, 1, "60", 1, t0}, "[1 6 0 60 360]", true},
 		{"gcra", []string{"k"}, []any{5, 1, "60", 7, t0}, "[1 6 0 -1 360]", true}, // never fits
 		{"", nil, []any{"PEXPIRETIME", "k"}, fmt.Sprint(t0 + 360_000_000), false},
-		// The same state through rl.gcra (T = 60 s: 1 per 60000 ms, burst 6), 60 s on.
-		{"rl.gcra", []string{"k"}, []any{1, 60000, 1, 0, 6, t0 + 60_000_000}, "[1 6 0 0 360000]", false},
-		{"gcra", []string{"k"}, []any{5, 1, "60", 1, t0 + 60_000_000}, "[1 6 0 60 360]", true},
+		// Not rl.gcra's state; 60 s on, one more fits.
+		{"rl.gcra", []string{"k"}, []any{1, 60000, 1, 0, 6, t0 + 60_000_000}, wrongType, true},
+		{"gcra", []string{"k"}, []any{5, 1, "60", 1, t0 + 60_000_000}, "[0 6 0 -1 360]", false},
 		// T from the period in doubles: 2.09583 s / 44 is 47632.99999999999 µs, so 47632.
 		{"gcra", []string{"f"}, []any{0, 44, "2.09583", 1, t0}, "[0 1 0 -1 1]", false},
-		{"", nil, []any{"HGET", "f", "gt"}, fmt.Sprint(t0 + 47632), false},
+		{"", nil, []any{"HGET", "f", "gn"}, fmt.Sprint(t0 + 47632), false},
+		// Redis's clock: T = 100 µs, and every call within t0's ms decides at t0, so two
+		// fit (burst 2) and the third does not; the key goes as the next ms begins.
+		{"gcra", []string{"m"}, []any{1, 10000, "1", 1, t0 + 300}, "[0 2 1 -1 1]", false},
+		{"", nil, []any{"PEXPIRETIME", "m"}, fmt.Sprint(t0 + 1000), false},
+		{"gcra", []string{"m"}, []any{1, 10000, "1", 1, t0 + 900}, "[0 2 0 -1 1]", false},
+		{"gcra", []string{"m"}, []any{1, 10000, "1", 1, t0 + 999}, "[1 2 0 1 1]", true},
+		{"gcra", []string{"m"}, []any{1, 10000, "1", 1, t0 + 1000}, "[0 2 1 -1 1]", false},
 		{"cl.throttle", []string{"cell"}, []any{5, 1, 60, 1, t0}, "[0 6 5 -1 60]", false},
 		{"gcra", []string{"cell"}, []any{5, 1, "60", 1, t0}, wrongType, true},
 	})

@@ -130,7 +130,7 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 			{"sync_partial_ok", utoa(c.syncPartialOK)},
 			{"sync_partial_err", utoa(c.syncPartialErr)},
 		}
-		for k := algo.KindFixed; k <= algo.KindLease; k++ {
+		for k := algo.KindFixed; k <= algo.LastKind; k++ {
 			name := strings.ReplaceAll(k.Command(), ".", "_")
 			kv = append(kv,
 				[2]string{name + "_allowed", utoa(st.Allowed[k])},

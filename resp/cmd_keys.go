@@ -67,7 +67,7 @@ func cmdTTL(unit int64) func(s *Server, c *client, args [][]byte, now int64) {
 // kindNamed is the algorithm TYPE names name, case-insensitively, as SCAN's TYPE
 // option takes it.
 func kindNamed(name []byte) (algo.Kind, bool) {
-	for k := algo.KindFixed; k <= algo.KindLease; k++ {
+	for k := algo.KindFixed; k <= algo.LastKind; k++ {
 		if bytes.EqualFold(name, []byte(k.String())) {
 			return k, true
 		}

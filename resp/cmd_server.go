@@ -53,7 +53,7 @@ func cmdShutdown(s *Server, c *client, args [][]byte, _ int64) {
 
 // cmdDebug serves DEBUG CLOCK SET unix_us | ADVANCE us | REAL, and DEBUG HELP, when
 // the server was started with -enable-debug-command.
-func cmdDebug(s *Server, c *client, args [][]byte, _ int64) {
+func cmdDebug(s *Server, c *client, args [][]byte, now int64) {
 	if !s.cfg.EnableDebugCommand {
 		c.writeError(errDebugDisabled)
 		return
@@ -69,11 +69,24 @@ func cmdDebug(s *Server, c *client, args [][]byte, _ int64) {
 			"    Move the clock us microseconds forward and keep it frozen there.",
 			"CLOCK REAL",
 			"    Follow the real time again.",
+			"DIGEST",
+			"    Output a hex signature representing the current keyspace.",
+			"DIGEST-VALUE <key> [<key> ...]",
+			"    Output a hex signature of the values of all the specified keys.",
 		}
 		c.w.WriteArray(len(lines))
 		for _, l := range lines {
 			c.w.WriteString(l)
 		}
+		return
+	case sub == "digest" && len(args) == 2:
+		debugDigest(s, c, now)
+		return
+	case sub == "digest":
+		c.writeError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try DEBUG HELP.", args[1]))
+		return
+	case sub == "digest-value":
+		debugDigestValue(s, c, args[2:], now)
 		return
 	case sub != "clock":
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try DEBUG HELP.", args[1]))

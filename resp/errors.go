@@ -62,7 +62,6 @@ var (
 	errGCRAMissing   = &replyError{reply.GCRAMissing}
 	errGCRATokensOvf = &replyError{reply.GCRATokensOvf}
 	errGCRABurstOvf  = &replyError{reply.GCRABurstOvf}
-	errGCRASpan      = &replyError{reply.GCRASpan}
 
 	// The store's errors (ErrorReply). OOM and WRONGTYPE are Redis's own texts, which
 	// clients recognise by their first word.
@@ -112,8 +111,6 @@ func scheduleError(r algo.Request, err error) error {
 		return errCostSpan
 	case r.Kind == algo.KindThrottle:
 		return errMaxBurstSpan
-	case r.Cell:
-		return errGCRASpan
 	}
 	return errBurstSpan
 }
@@ -127,6 +124,8 @@ func ErrorReply(err error) string {
 	switch {
 	case errors.As(err, &re):
 		return re.text
+	case errors.Is(err, algo.ErrCostOverflow): // Redis's GCRA, at a tat near 2^63 µs
+		return errGCRATokensOvf.text
 	case errors.Is(err, store.ErrWrongType):
 		return errWrongType.text
 	case errors.Is(err, store.ErrKeyTooLong):
@@ -139,6 +138,12 @@ func ErrorReply(err error) string {
 		return errShardFull.text
 	case errors.Is(err, store.ErrSameKey):
 		return errSameKey.text
+	case errors.Is(err, store.ErrBusyKey):
+		return errBusyKey
+	case errors.Is(err, store.ErrDumpPayload):
+		return errDumpPayload
+	case errors.Is(err, store.ErrDumpData):
+		return errDumpData
 	}
 	return "ERR " + err.Error()
 }

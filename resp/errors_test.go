@@ -42,7 +42,6 @@ func TestScheduleError(t *testing.T) {
 		want error
 	}{
 		{algo.Request{Kind: algo.KindGCRA}, algo.ErrBurstSpan, errBurstSpan},
-		{algo.Request{Kind: algo.KindGCRA, Cell: true}, algo.ErrBurstSpan, errGCRASpan},
 		{algo.Request{Kind: algo.KindThrottle, Cell: true}, algo.ErrBurstSpan, errMaxBurstSpan},
 		{algo.Request{Kind: algo.KindLeaky}, algo.ErrQueueSpan, errQueueSpan},
 		{algo.Request{Kind: algo.KindLeaky}, algo.ErrCostSpan, errCostSpan},
@@ -63,7 +62,7 @@ func TestBadRequestKnowsEveryRefusal(t *testing.T) {
 		errCount, errPeriod, errQuantity, errUnknownKind, errAllArity, errAllTooMany, errAllUnknown,
 		errLeaseMs, errLeaseID, errRenewArity, errBurstSpan, errQueueSpan, errCostSpan, errMaxBurstSpan,
 		errGCRAArity, errGCRAMaxBurst, errGCRANotInt, errGCRAPositive, errGCRAFloat, errGCRAPeriod,
-		errGCRAMissing, errGCRATokensOvf, errGCRABurstOvf, errGCRASpan, errKeyTooLong, errLogLimit,
+		errGCRAMissing, errGCRATokensOvf, errGCRABurstOvf, errKeyTooLong, errLogLimit,
 		errSameKey, arityError(algo.KindLeaky), limitError(100_000), costError(5000),
 		unknownAlgorithmError([]byte("THROTTLE"))}
 	for _, err := range refusals {

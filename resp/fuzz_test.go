@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/algo"
 )
 
 // The fuzz targets run against a live server on loopback. Their seed corpora run in
@@ -43,7 +45,7 @@ func fuzzServer(f *testing.F) (*testServer, *lockedBuffer) {
 // state is what must not change when a request is refused.
 type state struct {
 	keys             int
-	allowed, limited [9]uint64 // store.Stats, per algo.Kind
+	allowed, limited [algo.LastKind + 1]uint64 // store.Stats, per algo.Kind
 }
 
 func (ts *testServer) state() state {

@@ -13,8 +13,8 @@ import (
 // TestGCRARedisSuite replays Redis's own tests of GCRA (tests/unit/gcra.tcl in
 // redis/redis) at a frozen clock, each with the exact reply Redis's arithmetic gives
 // where the Tcl test checks only a sign or a bound. Left out: a list or set on the
-// key (rlserver has neither; another algorithm's state stands in), GCRASETVALUE,
-// DUMP/RESTORE, RDB and AOF reloads and replication, which rlserver does not have.
+// key (rlserver has neither; another algorithm's state stands in), RDB and AOF
+// reloads and Redis's replication, which rlserver does not have.
 func TestGCRARedisSuite(t *testing.T) {
 	const (
 		positive = "ERR value is out of range, must be positive"
@@ -119,6 +119,23 @@ func TestGCRARedisSuite(t *testing.T) {
 			{"DEL mykey", "1"},
 			{"CL.THROTTLE mykey 5 1 60", "[0 6 5 -1 60]"},
 			{"GCRA mykey 5 1 60", "WRONGTYPE Operation against a key holding the wrong kind of value"},
+			{"DEL mykey", "1"},
+			{"RL.GCRA mykey 1 60000", "[1 1 0 0 60000]"},
+			{"GCRA mykey 5 1 60", "WRONGTYPE Operation against a key holding the wrong kind of value"},
+			{"GCRASETVALUE mykey 1", "WRONGTYPE Operation against a key holding the wrong kind of value"},
+		}},
+		{"GCRASETVALUE basic functionality", []call{
+			{"GCRASETVALUE mykey 1767225660000000", "OK"}, // t0 + 60 s
+			{"TYPE mykey", "gcra"},
+			{"PTTL mykey", "60000"},
+			{"GCRASETVALUE mykey x", "ERR Invalid TaT value"},
+			{"GCRASETVALUE mykey -1", "ERR Invalid negative TaT value"},
+			{"GCRASETVALUE mykey", "ERR wrong number of arguments for 'gcrasetvalue' command"},
+			{"PTTL mykey", "60000"},
+			{"GCRASETVALUE mykey 1767225600000001", "OK"}, // the ms after t0
+			{"PEXPIRETIME mykey", "1767225600001"},
+			{"GCRASETVALUE mykey 1", "OK"}, // long past: gone
+			{"EXISTS mykey", "0"},
 		}},
 		{"overflow", []call{
 			{"GCRA mykey 1 1 86400 TOKENS 200000000", tokOvf},
@@ -140,7 +157,7 @@ func TestGCRARedisSuite(t *testing.T) {
 }
 
 // TestGCRAErrorsChangeNothing: a bad call on a key that holds a state leaves it as
-// it was, and a schedule over 100 years is refused with rlserver's own error.
+// it was; a schedule over 100 years is taken, as Redis takes it.
 func TestGCRAErrorsChangeNothing(t *testing.T) {
 	ts := startDebugServer(t)
 	rdb := ts.client(t, 3)
@@ -153,30 +170,43 @@ func TestGCRAErrorsChangeNothing(t *testing.T) {
 		{"GCRA k 5 1 1e12", "ERR period must be > 0 and < 1e12"},
 		{"GCRA k 5 1 nan", "ERR value is not a valid float"},
 		{"GCRA k 5 1 1e400", "ERR value is not a valid float"},
-		{"GCRA k 100 1 31536000", "ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years"},
-		{"GCRA k 3153600000000000 1000000 1", "ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years"},
+		{"GCRA k 5 1 0x10", "ERR value is not a valid float"},
+		{"GCRA k 5 1 0x1p3", "ERR value is not a valid float"},
 		{"GCRA k 5 1 60 TOKENS 7", "[1 6 5 -1 60]"}, // 7 of 6 never fits: limited, not refused
 		{"PTTL k", "60000"},
-		{"TYPE k", "rl.gcra"},
+		{"TYPE k", "gcra"},
+		{"GCRA long 4000000000 1 1", "[0 4000000001 4000000000 -1 1]"},
+		{"GCRA long 4000000000 1 1 TOKENS 4000000000", "[0 4000000001 0 -1 4000000001]"},
+		{"EXPIRETIME long", "5767225601"}, // 126 years on
 	})
 }
 
-// TestGCRASharesRLGCRA: GCRA and RL.GCRA on one key read and write one state, the
-// theoretical arrival time in µs, each answering in its own units.
-func TestGCRASharesRLGCRA(t *testing.T) {
+// TestGCRAClock: Redis's GCRA decides on the command's time in whole ms and keeps
+// its key until its tat rounded up to the ms; RL.GCRA keeps its µs.
+func TestGCRAClock(t *testing.T) {
 	ts := startDebugServer(t)
 	rdb := ts.client(t, 3)
 	run(t, rdb, []call{
-		// 2 per second with a burst of 3, both ways: T = 500 ms.
-		{"GCRA k 2 2 1", "[0 3 2 -1 1]"},
-		{"RL.GCRA k 2 1000 BURST 3", "[1 3 1 0 1000]"},
-		{"gcra k 2 2 1.0 tokens 1", "[0 3 0 -1 2]"},
-		{"RL.GCRA k 2 1000 BURST 3", "[0 3 0 500 1500]"},
-		{"GCRA k 2 2 0x1", "[1 3 0 1 2]"},
-		{"PTTL k", "1500"},
-		{"TYPE k", "rl.gcra"},
-		{"DEBUG CLOCK ADVANCE 1500000", "OK"},
-		{"EXISTS k", "0"}, // fresh again: gone, whichever command wrote it
+		// T = 100 µs, burst 1: within one ms one call passes, as in Redis.
+		{"DEBUG CLOCK SET 1750000000000300", "OK"},
+		{"GCRA k 0 10000 1", "[0 1 0 -1 1]"},
+		{"PEXPIRETIME k", "1750000000001"},
+		{"DEBUG CLOCK ADVANCE 400", "OK"},
+		{"GCRA k 0 10000 1", "[1 1 0 1 1]"},
+		{"DEBUG CLOCK ADVANCE 299", "OK"}, // 999 µs into the ms
+		{"GCRA k 0 10000 1", "[1 1 0 1 1]"},
+		{"DEBUG CLOCK ADVANCE 1", "OK"}, // the next ms: the key is gone
+		{"EXISTS k", "0"},
+		{"GCRA k 0 10000 1", "[0 1 0 -1 1]"},
+		// RL.GCRA on the same numbers, in µs: 100 µs later one more passes.
+		{"RL.GCRA u 1 0", "ERR window_ms must be an integer between 1 and 31536000000"},
+		{"RL.GCRA u 10 1", "[1 10 9 0 1]"},
+		{"DEBUG CLOCK ADVANCE 100", "OK"},
+		{"RL.GCRA u 10 1", "[1 10 9 0 1]"},
+		{"TYPE u", "rl.gcra"},
+		{"TYPE k", "gcra"},
+		{"GCRA u 0 10000 1", "WRONGTYPE Operation against a key holding the wrong kind of value"},
+		{"RL.GCRA k 10 1", "WRONGTYPE Operation against a key holding the wrong kind of value"},
 	})
 }
 
@@ -247,7 +277,7 @@ func TestGCRARedisCLI(t *testing.T) {
 		{[]string{"GCRA", "user123", "15", "30", "60"}, "0\n16\n15\n-1\n2\n"},
 		{[]string{"gcra", "user123", "15", "30", "60", "TOKENS", "16"}, "1\n16\n15\n2\n2\n"},
 		{[]string{"GCRA", "user123", "15", "30", "0"}, "ERR period must be > 0 and < 1e12\n\n"}, // redis-cli's blank line after an error
-		{[]string{"TYPE", "user123"}, "rl.gcra\n"},
+		{[]string{"TYPE", "user123"}, "gcra\n"},
 	} {
 		out, err := exec.CommandContext(ctx, cli, append([]string{"-p", port}, c.args...)...).CombinedOutput()
 		if err != nil || string(out) != c.want {

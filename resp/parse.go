@@ -148,7 +148,7 @@ func parseThrottle(args [][]byte) (algo.Request, error) {
 // tokens_per_period and n 1 to 2^63-1 (integers as Redis reads them, see parseRange),
 // period a float as Redis reads one (parseRedisDouble), 0 < period < 1e12 seconds, the
 // one option TOKENS (any case; any other word is a syntax error). The request, with
-// Redis's overflow checks and rlserver's bound of 100 years, is algo.NativeGCRA's.
+// Redis's overflow checks, is algo.NativeGCRA's.
 func ParseGCRA(args [][]byte) (algo.Request, error) {
 	if len(args) < 3 || len(args) > 5 {
 		return algo.Request{}, errGCRAArity
@@ -200,35 +200,28 @@ func parseInt64(b []byte) (int64, bool) {
 	return v, err == nil
 }
 
-// parseRedisDouble parses b as Redis's string2d does: C's strtod over the whole
-// argument, refusing an empty one, leading white space, anything left over, overflow
-// to ±Inf, underflow to 0 and NaN. strtod's syntax is Go's but for two things that
-// are handled here: a hexadecimal number needs no binary exponent ("0x10" is 16), and
-// Go's digit separators ("1_000") are not numbers to C. "inf" and "infinity" (any case,
-// signed) are numbers to both.
+// parseRedisDouble parses b as Redis 8's string2d does, with fast_float (built with a
+// leading '+' allowed) over the whole argument: decimal digits with an optional point
+// and exponent, or inf, infinity or nan in any case, signed or not; no hexadecimal
+// ("0x10", "0x1p3"), no white space, nothing left over. Refused as string2d refuses
+// them: NaN, and a range error (ERANGE) to ±Inf or to 0, "1e400" or "1e-400". Go's
+// ParseFloat reads the same decimal syntax but for hexadecimal and digit separators
+// ("1_000"), refused here first, and reports underflow to 0 as no error, checked here.
 func parseRedisDouble(b []byte) (float64, bool) {
 	s := string(b)
-	if s == "" || strings.ContainsRune(s, '_') {
+	if s == "" || strings.ContainsAny(s, "xX_") {
 		return 0, false
 	}
-	unsigned := strings.TrimLeft(s, "+-")
-	hex := len(unsigned) > 1 && unsigned[0] == '0' && (unsigned[1] == 'x' || unsigned[1] == 'X')
-	mantissa, exp := unsigned, "eE"
-	if hex {
-		mantissa, exp = unsigned[2:], "pP"
-		if !strings.ContainsAny(mantissa, exp) {
-			s += "p0"
-		}
-	}
-	if i := strings.IndexAny(mantissa, exp); i >= 0 {
-		mantissa = mantissa[:i]
-	}
 	v, err := strconv.ParseFloat(s, 64)
+	mantissa := s
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mantissa = s[:i]
+	}
 	switch {
 	case err != nil, math.IsNaN(v): // overflow is an error here too
 		return 0, false
-	case v == 0 && strings.Trim(mantissa, "0.") != "":
-		return 0, false // a nonzero number that underflowed: strtod's ERANGE with 0
+	case v == 0 && strings.ContainsAny(mantissa, "123456789"):
+		return 0, false // a nonzero number that underflowed: ERANGE with 0
 	}
 	return v, true
 }

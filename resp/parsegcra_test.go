@@ -11,7 +11,7 @@ import (
 // native is the request ParseGCRA builds for max_burst mb, tokens_per_period n,
 // period p (seconds), TOKENS c and emission interval t (µs).
 func native(mb, n int64, p float64, c, t int64) algo.Request {
-	return algo.Request{Kind: algo.KindGCRA, Limit: mb, Rate: n, Period: p, Burst: mb + 1, Cost: c, Interval: t, Cell: true}
+	return algo.Request{Kind: algo.KindRedisGCRA, Limit: mb, Rate: n, Period: p, Burst: mb + 1, Cost: c, Interval: t, Cell: true}
 }
 
 func TestParseGCRA(t *testing.T) {
@@ -36,14 +36,17 @@ func TestParseGCRA(t *testing.T) {
 		{"0 1 1e-7", native(0, 1, 1e-7, 1, 1)},              // 0.1 µs
 		{"0 44 2.09583", native(0, 44, 2.09583, 1, 47_632)}, // exactly 47633 in decimals; 47632.99999999999 in doubles, as Redis computes
 		{"0 178 4.0563530", native(0, 178, 4.056353, 1, 22_788)},
-		// Periods spelled as C's strtod reads them.
+		// Periods spelled as fast_float reads them.
 		{"0 1 1e3", native(0, 1, 1000, 1, 1_000_000_000)},
-		{"0 1 0x10", native(0, 1, 16, 1, 16_000_000)},
 		{"0 1 +1.5", native(0, 1, 1.5, 1, 1_500_000)},
 		{"0 1 .5", native(0, 1, 0.5, 1, 500_000)},
 		{"0 1 007", native(0, 1, 7, 1, 7_000_000)},
-		// The 100-year bound exactly: T = 31,536,000 s (a year) by 100.
+		// No 100-year bound: Redis's own checks only (issue 25).
 		{"99 1 31536000", native(99, 1, 31_536_000, 1, year)},
+		{"100 1 31536000", native(100, 1, 31_536_000, 1, year)},
+		{"4000000000 1 1", native(4_000_000_000, 1, 1, 1, 1_000_000)},
+		{"10 5 999999999999.99", native(10, 5, 999999999999.99, 1, 199999999999998016)},
+		{"9223372036854775806 1000000 1", native(math.MaxInt64-1, 1_000_000, 1, 1, 1)},
 		// Any TOKENS Redis takes: one that can never fit is answered, not refused.
 		{"0 1000000 1 TOKENS 9223372036854775807", native(0, 1_000_000, 1, math.MaxInt64, 1)},
 	} {
@@ -67,7 +70,6 @@ func TestParseGCRAErrors(t *testing.T) {
 		syntax   = "ERR syntax error"
 		tokOvf   = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow"
 		burstOvf = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow"
-		span     = "ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years"
 	)
 	for _, c := range []struct {
 		args []string
@@ -116,11 +118,12 @@ func TestParseGCRAErrors(t *testing.T) {
 
 		// Periods as string2d reads them, then Redis's range.
 		{[]string{"10", "5", "1e12"}, period},
-		{[]string{"10", "5", "999999999999.99"}, span}, // in range for Redis; 100 years for rlserver
 		{[]string{"10", "5", "inf"}, period},
 		{[]string{"10", "5", "-Infinity"}, period},
 		{[]string{"10", "5", "-0"}, period},
-		{[]string{"10", "5", "0x0p-3"}, period},
+		{[]string{"10", "5", "0x0p-3"}, float}, // fast_float reads no hexadecimal
+		{[]string{"10", "5", "0x10"}, float},
+		{[]string{"10", "5", "0x1p3"}, float},
 		{[]string{"10", "5", "nan"}, float},
 		{[]string{"10", "5", " 1"}, float},
 		{[]string{"10", "5", "1 "}, float},
@@ -130,11 +133,11 @@ func TestParseGCRAErrors(t *testing.T) {
 		{[]string{"10", "5", "1_000"}, float},
 		{[]string{"10", "5", "1,5"}, float},
 
-		// rlserver's own bound: the tolerance within 100 years.
-		{[]string{"100", "1", "31536000"}, span},
-		{[]string{"3153600000000000", "1000000", "1"}, span},    // T = 1 µs, one µs too many
-		{[]string{"9223372036854775807", "1000000", "1"}, span}, // T = 1: Redis takes it
+		// Redis's overflow checks of int64 µs.
 		{[]string{"9223372036854775807", "1", "1"}, burstOvf},
+		{[]string{"200000000", "1", "86400"}, burstOvf},
+		{[]string{"1", "1", "86400", "TOKENS", "200000000"}, tokOvf},
+		{[]string{"1", "1", "2147483647", "TOKENS", "2147483647"}, tokOvf},
 	} {
 		args := make([][]byte, len(c.args))
 		for i, a := range c.args {
@@ -148,7 +151,7 @@ func TestParseGCRAErrors(t *testing.T) {
 }
 
 // TestParseRedisDouble checks the period parser against what Redis's string2d
-// answered for each spelling, compiled with glibc's strtod (the value printed %.17g).
+// answered for each spelling (Redis 8: fast_float, no hexadecimal; the value printed %.17g).
 func TestParseRedisDouble(t *testing.T) {
 	for _, c := range []struct {
 		s    string
@@ -158,8 +161,8 @@ func TestParseRedisDouble(t *testing.T) {
 		{"1", true, 1}, {"0.5", true, 0.5}, {"3600.25", true, 3600.25},
 		{"1e3", true, 1000}, {"1E3", true, 1000}, {"+1", true, 1}, {".5", true, 0.5}, {"5.", true, 5},
 		{"00", true, 0}, {"007", true, 7}, {"0.000", true, 0}, {"-0", true, 0},
-		{"0x10", true, 16}, {"0X10", true, 16}, {"-0x10", true, -16}, {"0x1.8", true, 1.5},
-		{"0x1.8p1", true, 3}, {"0x1e5", true, 485},
+		{"0x10", false, 0}, {"0X10", false, 0}, {"-0x10", false, 0}, {"0x1.8", false, 0},
+		{"0x1.8p1", false, 0}, {"0x1e5", false, 0}, {"0x1p3", false, 0}, // fast_float: no hexadecimal
 		{"inf", true, math.Inf(1)}, {"INF", true, math.Inf(1)}, {"Infinity", true, math.Inf(1)},
 		{"+inf", true, math.Inf(1)}, {"-inf", true, math.Inf(-1)},
 		{"5e-324", true, 5e-324}, {"1e-310", true, 1e-310}, // subnormal: ERANGE, but not 0
@@ -183,7 +186,7 @@ func TestParseRedisDouble(t *testing.T) {
 // line starting "ERR " or a request GCRA decides within the integer state's bounds.
 // Its seed corpus runs in plain go test.
 func FuzzParseGCRA(f *testing.F) {
-	for _, seed := range []string{"10 5 60", "0 1 1e-7 TOKENS 3", "5 1 0x10 tokens 7", "1 1 inf",
+	for _, seed := range []string{"10 5 60", "0 1 1e-7 TOKENS 3", "5 1 1e1 tokens 7", "1 1 inf",
 		"9223372036854775807 1000000 1", "1 1 86400 TOKENS 200000000", "1 2", "1 2 3 TOKENS", "-0 1 1"} {
 		f.Add(seed)
 	}
@@ -195,16 +198,21 @@ func FuzzParseGCRA(f *testing.F) {
 			}
 			return
 		}
-		if r.Interval < 1 || r.Burst < 1 || r.Cost < 1 || r.Burst > maxSchedule/r.Interval || !r.Cell {
+		if r.Interval < 1 || r.Burst < 1 || r.Cost < 1 || r.Burst > math.MaxInt64/r.Interval || r.Cost > math.MaxInt64/r.Interval || !r.Cell {
 			t.Fatalf("ParseGCRA(%q) = %+v: out of bounds", args, r)
 		}
 		tat := int64(0)
-		for _, now := range []int64{base, base + r.Interval, base + r.Interval*r.Burst} {
-			var d algo.Decision
-			tat, d = algo.GCRA(tat, r, now)
-			if tat > now+maxSchedule || d.Limit != r.Burst {
-				t.Fatalf("ParseGCRA(%q) at %d: tat %d, %+v", args, now, tat, d)
+		for _, now := range []int64{base, base + 1000, base + 2000} {
+			next, d, err := algo.RedisGCRA(tat, r, now)
+			switch {
+			case err != nil:
+				if next != tat {
+					t.Fatalf("ParseGCRA(%q) at %d: the overflow changed the state", args, now)
+				}
+			case d.Limit != r.Burst || d.Write && (next <= now-now%1000 || d.FreshAt < now):
+				t.Fatalf("ParseGCRA(%q) at %d: tat %d, %+v", args, now, next, d)
 			}
+			tat = next
 		}
 	})
 }

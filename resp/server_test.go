@@ -59,7 +59,7 @@ func TestCommandIntrospection(t *testing.T) {
 			{"COMMAND DOCS nosuch", map[int]string{3: "{}", 2: "[]"}[proto]},
 			{"COMMAND LIST FILTERBY PATTERN rl.*", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky rl.all rl.acquire rl.release rl.renew rl.policy rl.limits rl.top rl.reset]"},
 			{"COMMAND LIST FILTERBY PATTERN client|*name", "[client|getname client|setname]"},
-			{"COMMAND LIST FILTERBY ACLCAT ratelimit", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky cl.throttle gcra rl.all rl.acquire rl.release rl.renew rl.policy rl.limits rl.top]"},
+			{"COMMAND LIST FILTERBY ACLCAT ratelimit", "[rl.fixed rl.slide rl.log rl.token rl.gcra rl.leaky cl.throttle gcra gcrasetvalue rl.all rl.acquire rl.release rl.renew rl.policy rl.limits rl.top]"},
 			{"COMMAND LIST FILTERBY MODULE x", "[]"},
 			{"COMMAND LIST FILTERBY FOO x", "ERR syntax error"},
 			{"COMMAND LIST FOO", "ERR syntax error"},
@@ -255,7 +255,9 @@ func TestDebugClock(t *testing.T) {
 		{"DEBUG HELP", "[DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are: " +
 			"CLOCK SET unix_us     Freeze the server clock at unix_us microseconds since the Unix epoch. " +
 			"CLOCK ADVANCE us     Move the clock us microseconds forward and keep it frozen there. " +
-			"CLOCK REAL     Follow the real time again.]"},
+			"CLOCK REAL     Follow the real time again. " +
+			"DIGEST     Output a hex signature representing the current keyspace. " +
+			"DIGEST-VALUE <key> [<key> ...]     Output a hex signature of the values of all the specified keys.]"},
 		{"DEBUG CLOCK REAL", "OK"},
 	})
 	if ts.clock.IsFrozen() {

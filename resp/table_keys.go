@@ -65,6 +65,54 @@ var keyCommands = []*command{
 		run:  cmdTTL(1_000),
 	},
 	{
+		name: "pexpiretime", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary: "The Unix time in ms the key goes at (rounded up, as PTTL); -2 if absent.",
+		group:   groupGeneric, complexity: "O(1)",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdExpireTime(true),
+	},
+	{
+		name: "expiretime", arity: 2, flags: flagsReadKey, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary: "The Unix time in seconds the key goes at (PEXPIRETIME's ms, rounded to the nearest s); -2 if absent.",
+		group:   groupGeneric, complexity: "O(1)",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdExpireTime(false),
+	},
+	{
+		name: "dump", arity: 2, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary: "Serialize the key's state for RESTORE (rlserver's own payload, versioned and checksummed); null if absent.",
+		group:   groupGeneric, complexity: "O(1), O(n) in an RL.LOG log or a lease set",
+		doc: "The payload is the key's snapshot record without its name, then a 2-byte version and " +
+			"an 8-byte checksum, laid out as Redis's DUMP payload is, so that either server refuses " +
+			"the other's with `ERR DUMP payload version or checksum are wrong`. Its times are " +
+			"absolute: restored later, a state has aged by the time between.",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdDump,
+	},
+	{
+		name: "restore", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary: "Create a key from a DUMP payload; REPLACE, ABSTTL, IDLETIME and FREQ as Redis.",
+		group:   groupGeneric, complexity: "O(1), O(n) in an RL.LOG log or a lease set",
+		doc: "Checked in Redis's order: the options (`IDLETIME` and `FREQ` are validated and have no " +
+			"effect), `BUSYKEY Target key name already exists.` without `REPLACE`, the TTL " +
+			"(`ERR Invalid TTL value, must be >= 0`), then the payload (`ERR DUMP payload version or " +
+			"checksum are wrong` for one not written by rlserver's DUMP, Redis's included; " +
+			"`ERR Bad data format`). `ttl` 0 keeps the state's own expiry, the moment it would have " +
+			"gone; any other `ttl` is the key's expire time in ms, from now or, with `ABSTTL`, since " +
+			"the epoch, and a time already past creates nothing (REPLACE still deletes the old key), " +
+			"as in Redis.",
+		args: []arg{
+			{name: "key", typ: "key"},
+			{name: "ttl", typ: "integer"},
+			{name: "serialized-value", typ: "string"},
+			{name: "replace", typ: "pure-token", token: "REPLACE", optional: true},
+			{name: "absttl", typ: "pure-token", token: "ABSTTL", optional: true},
+			{name: "seconds", typ: "integer", token: "IDLETIME", optional: true},
+			{name: "frequency", typ: "integer", token: "FREQ", optional: true},
+		},
+		run: cmdRestore,
+	},
+	{
 		name: "scan", arity: -2, flags: []string{"readonly"},
 		summary: "Iterate over the keys a batch at a time, optionally by glob pattern and algorithm.",
 		group:   groupGeneric, complexity: "O(1) per call, O(n) for a full iteration",

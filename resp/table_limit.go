@@ -123,8 +123,9 @@ var limitCommands = []*command{
 		args:       limiterArgs("limit", &arg{name: "burst", typ: "integer", token: "BURST", optional: true}),
 		doc: "Spaces requests one emission interval T apart, T = round(window_ms·1000 / limit) µs " +
 			"(half up, at least 1), and tolerates `burst` of them at once (default: `limit`). The key " +
-			"stores only its theoretical arrival time, in integer µs; Redis 8.8's `GCRA` command " +
-			"(below) reads and writes the same state. Field 2 is the burst. Equivalent to a token " +
+			"stores only its theoretical arrival time, in integer µs, decided on the µs clock; Redis " +
+			"8.8's `GCRA` command (below) keeps a state of its own, on Redis's ms clock (each answers " +
+			"WRONGTYPE on the other's keys). Field 2 is the burst. Equivalent to a token " +
 			"bucket, with exact `retry_after_ms`. A schedule over 100 years is refused: " +
 			"`ERR burst × window_ms / limit must be at most 100 years`.",
 		examples: []example{
@@ -193,31 +194,51 @@ var limitCommands = []*command{
 			{name: "period", typ: "double"},
 			{name: "count", typ: "integer", token: "TOKENS", optional: true},
 		},
-		doc: "Redis 8.8's native command, with its arguments, checks, error texts and reply, so code " +
-			"written for it (go-redis, lettuce, jedis, phpredis and predis ship a method) runs against " +
-			"rlserver unchanged. `period` is a float number of seconds, 0 < period < 1e12 (`1.5`, " +
-			"`3600.25`, `1e3`, `0x10` and `inf` read as Redis reads them); the emission interval is " +
-			"T = max(1, (long long)(period·10^6 / tokens_per_period + 0.5)) µs, computed in doubles as " +
-			"Redis does. `max_burst + 1` requests pass at once; `TOKENS n` (1 to 2^63-1, default 1) " +
-			"is the request's cost. The reply is redis-cell's: **limited** (0 = allowed, 1 = " +
-			"limited), `max_burst + 1`, remaining, `retry_after` in seconds rounded up (-1 when " +
-			"allowed, and when n can never fit) and `reset_after` in seconds rounded up. The state is " +
-			"RL.GCRA's, an integer theoretical arrival time in µs: GCRA and RL.GCRA on one key share " +
-			"it, and `TYPE` answers `rl.gcra` (Redis: `gcra`). Errors are Redis's: " +
+		doc: "Redis 8.8's native command, with its arguments, checks, error texts, reply, clock and " +
+			"type, so code written for it (go-redis, lettuce, jedis, phpredis and predis ship a method) " +
+			"runs against rlserver unchanged. `period` is a float number of seconds, 0 < period < 1e12, " +
+			"read as Redis 8 reads one (fast_float: `1.5`, `3600.25`, `1e3`, `+2`, `inf`; not hexadecimal, " +
+			"so `0x10` is not a valid float; `1e400` reads as inf and `1e-400` as 0, out of the period's " +
+			"range); the emission interval is T = max(1, (long long)(period·10^6 / tokens_per_period + " +
+			"0.5)) µs, computed in doubles as Redis does. `max_burst + 1` requests pass at once; " +
+			"`TOKENS n` (1 to 2^63-1, default 1) is the request's cost. As Redis, GCRA decides on the " +
+			"command's time in whole milliseconds (so at most one call a ms passes once T is below a " +
+			"ms and the burst is spent), stores the theoretical arrival time in µs, and expires the key " +
+			"at that time rounded up to the ms (the key goes as that ms begins; Redis drops it as the ms " +
+			"ends). The reply is redis-cell's: **limited** (0 = allowed, 1 = limited), `max_burst + 1`, " +
+			"remaining, `retry_after` in seconds rounded up (-1 when allowed, and when n can never fit) " +
+			"and `reset_after` in seconds rounded up. `TYPE` answers `gcra`; the state is its own, not " +
+			"RL.GCRA's (each answers WRONGTYPE on the other's key), and `DUMP`/`RESTORE` and " +
+			"`GCRASETVALUE` carry it. Errors are Redis's: " +
 			"`ERR value is out of range, must be positive` (max_burst), " +
 			"`ERR value is not an integer or out of range`, " +
 			"`ERR value is out of range, value must between 1 and 9223372036854775807` " +
 			"(tokens_per_period, TOKENS), `ERR value is not a valid float`, " +
 			"`ERR period must be > 0 and < 1e12`, `ERR Missing TOKENS value`, `ERR syntax error`, " +
-			"and the overflow errors of T·n and T·(max_burst+1); then rlserver's own bound, " +
-			"`ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years`. Nothing " +
-			"changes on any error. GCRA is not a rule of RL.ALL, whose word GCRA means RL.GCRA.",
+			"and Redis's overflow checks of int64 µs: T·n, T·(max_burst+1) and the new arrival time " +
+			"(`ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and " +
+			"TOKENS would cause an overflow`, and the same naming max_burst). No other bound: " +
+			"`GCRA k 4000000000 1 1` holds its key 126 years. Nothing changes on any error. GCRA is not " +
+			"a rule of RL.ALL, whose word GCRA means RL.GCRA.",
 		examples: []example{
 			{"GCRA api:grace 15 30 60", "0 16 15 -1 2"},
 			{"GCRA api:grace 15 30 60 TOKENS 16", "1 16 15 2 2"},
-			{"RL.GCRA api:grace 30 60000 BURST 16", "1 16 14 0 4000"}, // the same state, in ms
+			{"TYPE api:grace", "gcra"},
 		},
 		run: limiter(parseGCRA),
+	},
+	{
+		name: "gcrasetvalue", arity: 3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, keyStep: 1,
+		summary:    "Set a GCRA key's theoretical arrival time (µs since the epoch), as Redis 8.8 replicates GCRA.",
+		group:      groupRateLimit,
+		complexity: "O(1)",
+		args:       []arg{{name: "key", typ: "key"}, {name: "tat", typ: "integer"}},
+		doc: "Redis's command for replication and AOF rewrite, here so that a stream of Redis's GCRA " +
+			"effects replays: the key holds GCRA's state `tat` and goes at `tat` rounded up to the ms " +
+			"(at once if that is past). `OK`; WRONGTYPE on a key of another type (checked first), " +
+			"`ERR Invalid TaT value` for a tat that is not an integer, " +
+			"`ERR Invalid negative TaT value`.",
+		run: cmdGCRASetValue,
 	},
 	{
 		// The keys sit among the rules' other arguments: movablekeys, as Redis marks

@@ -192,22 +192,44 @@ var serverCommands = []*command{
 		run: cmdShutdown,
 	},
 	{
+		name: "function", arity: -2,
+		summary: "A container for function commands: rlserver has no functions (no scripting).",
+		group:   groupServer,
+		subs: []*command{{
+			name: "flush", arity: -2, flags: []string{"write", "noscript"},
+			summary: "Delete every function: there are none, so OK (Redis's test runner sends it before each file).",
+			group:   groupServer, complexity: "O(1)",
+			args: flushArgs,
+			run:  cmdFunctionFlush,
+		}},
+	},
+	{
 		name: "debug", arity: -2, flags: flagsAdmin,
-		summary: "Set the server clock, for tests: only when started with -enable-debug-command.",
+		summary: "Set the server clock, or digest keys' states, for tests: only when started with -enable-debug-command.",
 		group:   groupServer, complexity: "O(1)",
 		doc: "`SET` freezes the clock at `unix_us` microseconds since the Unix epoch; `ADVANCE` " +
 			"moves it `us` forward and leaves it frozen (from the real clock, at the real time plus " +
 			"`us`); `REAL` follows the real time again. Every command reads this clock, so a test " +
 			"and a reference implementation can share one. Without the flag, DEBUG answers an error, " +
-			"as Redis does without `enable-debug-command`.",
-		args: []arg{
-			{name: "clock", typ: "pure-token", token: "CLOCK"},
-			{name: "action", typ: "oneof", args: []arg{
-				{name: "unix_us", typ: "integer", token: "SET"},
-				{name: "us", typ: "integer", token: "ADVANCE"},
-				{name: "real", typ: "pure-token", token: "REAL"},
+			"as Redis does without `enable-debug-command`. `DIGEST-VALUE key ...` answers each key's " +
+			"state digest (40 hex digits, all 0 for an absent key; its kind, words and log or lease " +
+			"set, not its expiry), as redis-cli compares two keys' values by; `DIGEST` the whole " +
+			"keyspace's, names included (40 zeros when empty).",
+		args: []arg{{name: "subcommand", typ: "oneof", args: []arg{
+			{name: "clock", typ: "block", args: []arg{
+				{name: "clock", typ: "pure-token", token: "CLOCK"},
+				{name: "action", typ: "oneof", args: []arg{
+					{name: "unix_us", typ: "integer", token: "SET"},
+					{name: "us", typ: "integer", token: "ADVANCE"},
+					{name: "real", typ: "pure-token", token: "REAL"},
+				}},
 			}},
-		},
+			{name: "digest", typ: "pure-token", token: "DIGEST"},
+			{name: "digest-value", typ: "block", args: []arg{
+				{name: "digest-value", typ: "pure-token", token: "DIGEST-VALUE"},
+				{name: "key", typ: "key", multiple: true},
+			}},
+		}}},
 		run: cmdDebug,
 	},
 }

@@ -166,7 +166,7 @@ func TestBacklogWraps(t *testing.T) {
 func TestApplierRejectsGarbage(t *testing.T) {
 	good := record(byte(algo.KindFixed), "ok", 1, 2, t0+sec)
 	for _, bad := range [][]byte{
-		{0x09, 1, 'k'}, // unknown kind
+		{0x0a, 1, 'k'}, // unknown kind
 		{byte(algo.KindFixed), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, // bad varint
 		append(record(byte(algo.KindLog), "l", uint64(t0), 3, t0+sec), 0xff, 0xff, 0xff),         // bad log
 	} {

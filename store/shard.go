@@ -251,7 +251,10 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 	if pos >= 0 {
 		a, b = sh.at(slot).state()
 	}
-	a, b, d := decide(r, a, b, now)
+	a, b, d, err := decide(r, a, b, now)
+	if err != nil {
+		return algo.Decision{}, true, err
+	}
 	existed := pos >= 0
 	if d.Write && d.FreshAt <= now {
 		sh.removeFresh(pos, slot)

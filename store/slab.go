@@ -277,6 +277,8 @@ func (e entry) holds(a, b uint64, deadline int64) bool { return fits(e.form, a, 
 // deadline (a tat record's deadline is its a).
 func fits(form uint8, a, b uint64, deadline int64) bool {
 	switch form {
+	case formTat:
+		return deadline == int64(a) // a restored key's own TTL takes a wide record
 	case formFixed:
 		return a <= maxWindowIndex && b <= maxFixedCount
 	case formSlide:
@@ -365,6 +367,8 @@ var compactForms = [...]uint8{
 	algo.KindGCRA: formTat, algo.KindLeaky: formTat, algo.KindThrottle: formTat,
 	algo.KindFixed: formFixed, algo.KindSlide: formSlide, algo.KindToken: formBucket,
 	algo.KindLog: formWide, algo.KindLease: formWide,
+	// Redis's GCRA keeps a key until the ms after its tat: a deadline of its own.
+	algo.KindRedisGCRA: formWide,
 }
 
 // formFor returns the form of record a kind's key takes, with state words a and b

@@ -141,8 +141,12 @@ func (s *Store) WriteSnapshot(w io.Writer, now int64) (SnapshotInfo, error) {
 
 // appendRecord appends e's record to buf.
 func (sh *shard) appendRecord(buf []byte, e entry) []byte {
+	return sh.appendRecordAs(buf, e, sh.key(e))
+}
+
+// appendRecordAs appends e's record to buf with key in place of its own (DUMP: none).
+func (sh *shard) appendRecordAs(buf []byte, e entry, key []byte) []byte {
 	kind := e.kind()
-	key := sh.key(e)
 	buf = append(buf, byte(kind))
 	buf = binary.AppendUvarint(buf, uint64(len(key)))
 	buf = append(buf, key...)
@@ -288,79 +292,105 @@ func (sr *snapshotReader) read(s *Store, now int64) (SnapshotInfo, error) {
 	return info, nil
 }
 
+// keyRecord is one key's state as a snapshot record holds it (see the format above).
+type keyRecord struct {
+	kind     algo.Kind
+	key      []byte
+	a, b     uint64
+	deadline int64
+	tail     []byte // RL.LOG's log or a lease set; nil for the other kinds
+}
+
 // apply decodes the record at the start of body and stores it unless it is fresh at
 // now. It returns the bytes the record used.
 func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, error) {
-	kind := algo.Kind(body[0])
-	if kind < algo.KindFixed || kind > algo.KindLease {
-		return 0, false, fmt.Errorf("unknown kind %d", body[0])
+	rec, pos, err := sr.decode(body)
+	if err != nil {
+		return 0, false, err
 	}
-	keyLen, n := binary.Uvarint(body[1:])
-	if n <= 0 || keyLen > maxKeyLen {
-		return 0, false, errors.New("bad key length")
-	}
-	pos := 1 + n
-	if uint64(len(body)-pos) < keyLen+recordFixed-1 {
-		return 0, false, errors.New("record runs past its frame")
-	}
-	key := body[pos : pos+int(keyLen)]
-	pos += int(keyLen)
-	a := binary.LittleEndian.Uint64(body[pos:])
-	b := binary.LittleEndian.Uint64(body[pos+8:])
-	deadline := int64(binary.LittleEndian.Uint64(body[pos+16:]))
-	pos += 24
-	if sr.version == floatTatVersion && (kind == algo.KindGCRA || kind == algo.KindLeaky || kind == algo.KindThrottle) {
-		tat := math.Ceil(math.Float64frombits(a))
-		if !(tat >= 0 && tat < 1<<62) {
-			return 0, false, errors.New("bad tat")
-		}
-		a = uint64(tat)
-	}
-	var tail []byte
-	if hasTail(kind) {
-		what := "log"
-		if kind == algo.KindLease {
-			what = "lease set"
-		}
-		if b == 0 || b > uint64(len(body)-pos) || keyLen+b > maxChunk {
-			return 0, false, errors.New("bad " + what + " length")
-		}
-		tail = body[pos : pos+int(b)]
-		pos += int(b)
-		if kind == algo.KindLog && sr.version <= varintLogVersion {
-			if tail = sr.convertLog(tail, a); tail == nil || keyLen+uint64(len(tail)) > maxChunk {
-				return 0, false, errors.New("bad " + what)
-			}
-			b = uint64(len(tail))
-		} else if kind == algo.KindLog && !sr.validLog(tail, a) || kind == algo.KindLease && !sr.validLeases(tail, a, deadline) {
-			return 0, false, errors.New("bad " + what)
-		}
-	}
-	if deadline <= now {
+	if rec.deadline <= now {
 		return pos, true, nil
 	}
-	sh, tag := s.locate(key, now)
+	sh, tag := s.locate(rec.key, now)
 	defer sh.mu.Unlock()
-	if p, slot := sh.get(key, tag, now); p >= 0 {
+	if p, slot := sh.get(rec.key, tag, now); p >= 0 {
 		if !sr.upsert {
-			return 0, false, fmt.Errorf("duplicate key %q", key)
+			return 0, false, fmt.Errorf("duplicate key %q", rec.key)
 		}
-		if e := sh.at(slot); e.kind() == kind && !hasTail(kind) && e.holds(a, b, deadline) { // a replica's usual update: in place
-			sh.put(slot, a, b, deadline)
+		if e := sh.at(slot); e.kind() == rec.kind && !hasTail(rec.kind) && e.holds(rec.a, rec.b, rec.deadline) { // a replica's usual update: in place
+			sh.put(slot, rec.a, rec.b, rec.deadline)
 			return pos, false, nil
 		}
 		sh.remove(p, slot)
 	}
-	p := placementFor(len(key), kind, a, b, deadline, len(tail))
+	p := placementFor(len(rec.key), rec.kind, rec.a, rec.b, rec.deadline, len(rec.tail))
 	if sh.slabs[p.rec].full() {
 		return 0, false, ErrShardFull
 	}
-	slot := sh.create(key, tag, kind, p)
-	if hasTail(kind) {
-		copy(sh.tailRoom(sh.at(slot), len(tail)), tail)
-	}
-	sh.put(slot, a, b, deadline)
+	sh.place(rec, tag, p)
 	return pos, false, nil
+}
+
+// place creates rec's key in the locked shard sh at placement p, which has room.
+func (sh *shard) place(rec keyRecord, tag uint32, p placement) {
+	slot := sh.create(rec.key, tag, rec.kind, p)
+	if hasTail(rec.kind) {
+		copy(sh.tailRoom(sh.at(slot), len(rec.tail)), rec.tail)
+	}
+	sh.put(slot, rec.a, rec.b, rec.deadline)
+}
+
+// decode reads and checks the record at the start of body, and returns it and the
+// bytes it used. rec.key and rec.tail point into body (or into sr's scratch, for a
+// log converted from an older version).
+func (sr *snapshotReader) decode(body []byte) (keyRecord, int, error) {
+	var rec keyRecord
+	rec.kind = algo.Kind(body[0])
+	if rec.kind < algo.KindFixed || rec.kind > algo.LastKind {
+		return rec, 0, fmt.Errorf("unknown kind %d", body[0])
+	}
+	keyLen, n := binary.Uvarint(body[1:])
+	if n <= 0 || keyLen > maxKeyLen {
+		return rec, 0, errors.New("bad key length")
+	}
+	pos := 1 + n
+	if uint64(len(body)-pos) < keyLen+recordFixed-1 {
+		return rec, 0, errors.New("record runs past its frame")
+	}
+	rec.key = body[pos : pos+int(keyLen)]
+	pos += int(keyLen)
+	rec.a = binary.LittleEndian.Uint64(body[pos:])
+	rec.b = binary.LittleEndian.Uint64(body[pos+8:])
+	rec.deadline = int64(binary.LittleEndian.Uint64(body[pos+16:]))
+	pos += 24
+	if sr.version == floatTatVersion && (rec.kind == algo.KindGCRA || rec.kind == algo.KindLeaky || rec.kind == algo.KindThrottle) {
+		tat := math.Ceil(math.Float64frombits(rec.a))
+		if !(tat >= 0 && tat < 1<<62) {
+			return rec, 0, errors.New("bad tat")
+		}
+		rec.a = uint64(tat)
+	}
+	if !hasTail(rec.kind) {
+		return rec, pos, nil
+	}
+	what := "log"
+	if rec.kind == algo.KindLease {
+		what = "lease set"
+	}
+	if rec.b == 0 || rec.b > uint64(len(body)-pos) || keyLen+rec.b > maxChunk {
+		return rec, 0, errors.New("bad " + what + " length")
+	}
+	rec.tail = body[pos : pos+int(rec.b)]
+	pos += int(rec.b)
+	if rec.kind == algo.KindLog && sr.version <= varintLogVersion {
+		if rec.tail = sr.convertLog(rec.tail, rec.a); rec.tail == nil || keyLen+uint64(len(rec.tail)) > maxChunk {
+			return rec, 0, errors.New("bad " + what)
+		}
+		rec.b = uint64(len(rec.tail))
+	} else if rec.kind == algo.KindLog && !sr.validLog(rec.tail, rec.a) || rec.kind == algo.KindLease && !sr.validLeases(rec.tail, rec.a, rec.deadline) {
+		return rec, 0, errors.New("bad " + what)
+	}
+	return rec, pos, nil
 }
 
 // validLog reports whether log is what encodeLog writes for a non-empty log whose

@@ -234,7 +234,7 @@ func TestSnapshotErrors(t *testing.T) {
 		{"flipped checksum", flip(len(valid) - 1), "snapshot is corrupt: checksum mismatch over the file"},
 		{"flipped count", flip(len(valid) - 16), "snapshot is corrupt: the trailer counts"},
 		{"trailing data", append(bytes.Clone(valid), 0), fmt.Sprintf("snapshot is corrupt: unexpected data after the trailer at byte %d", len(valid))},
-		{"unknown kind", rawSnapshot(record(9, "k", 0, 0, later)), "snapshot is corrupt: unknown kind 9, in the record at byte 32"},
+		{"unknown kind", rawSnapshot(record(10, "k", 0, 0, later)), "snapshot is corrupt: unknown kind 10, in the record at byte 32"},
 		{"record past its frame", rawSnapshot(record(1, "k", 0, 0, later)[:20]), "snapshot is corrupt: record runs past its frame, in the record at byte 32"},
 		{"empty log", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 0, later)), "snapshot is corrupt: bad log length"},
 		{"garbled log", rawSnapshot(record(byte(algo.KindLog), "k", uint64(t0), 2, later, 0xff, 0xff)), "snapshot is corrupt: bad log, in the record at byte 32"},

@@ -110,8 +110,8 @@ const (
 	maxShards   = 1 << 16
 	maxLogLimit = 10_000_000 // a full log of this many entries is ~30 MB
 	maxKeyLen   = 1<<28 - 1  // the key length field of an entry
-	kindShift   = 28         // four kind bits above it: kinds 1 to 8 and room for 7 more
-	kindCount   = int(algo.KindLease) + 1
+	kindShift   = 28         // four kind bits above it: kinds 1 to 9 and room for 6 more
+	kindCount   = int(algo.LastKind) + 1
 )
 
 // Config configures a Store.

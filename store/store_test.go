@@ -109,7 +109,7 @@ func (m *model) do(key string, r algo.Request, now int64) (algo.Decision, error)
 	if r.Kind == algo.KindLog {
 		next.log, d = algo.Log(slices.Clone(k.log), r, now)
 	} else {
-		next.a, next.b, d = decide(r, k.a, k.b, now)
+		next.a, next.b, d, _ = decide(r, k.a, k.b, now)
 	}
 	if d.Write {
 		next.freshAt = d.FreshAt

@@ -60,6 +60,8 @@ func main() {
 // options are the parsed command line.
 type options struct {
 	addr    string
+	port    int    // redis.conf's port, 0: -addr's
+	bind    string // redis.conf's bind: addresses separated by spaces; empty: -addr's host
 	tlsAddr string
 	// metricsAddr serves Prometheus's /metrics over HTTP; empty: off.
 	metricsAddr string
@@ -84,6 +86,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:6380", "`host:port` to listen on")
+	fs.IntVar(&o.port, "port", 0, "redis.conf's port: listen on this `port` instead of -addr's; 0: -addr's")
+	fs.StringVar(&o.bind, "bind", "", "redis.conf's bind: listen on each of these `addresses` (space-separated; a leading - makes one optional) instead of -addr's host")
 	fs.StringVar(&o.cfg.RequirePass, "requirepass", "", "`password` every connection must give (AUTH, HELLO AUTH) before other commands; empty: none")
 	fs.StringVar(&o.tlsAddr, "tls-addr", "", "`host:port` to listen on for TLS, besides -addr; empty: no TLS")
 	fs.StringVar(&o.cfg.TLSCertFile, "tls-cert", "", "PEM certificate `file` for -tls-addr")
@@ -119,7 +123,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			"A rate limiter that speaks the Redis protocol (RESP2 and RESP3).\n"+
 			"Try: redis-cli -p 6380 RL.TOKEN user:1 10 1000\n\n"+
 			"The config file, in redis.conf's syntax, takes every flag as a directive of the same\n"+
-			"name (maxclients 100); flags given as well win over it.\n\nFlags:\n")
+			"name (maxclients 100; include other.conf); flags given as well win over it. As with\n"+
+			"redis-server, --name value... sets any directive on the command line (--port 6380).\n\nFlags:\n")
 		// Every flag with its default, zero values included (PrintDefaults hides them).
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
@@ -129,7 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			fmt.Fprintf(fs.Output(), "  -%s%s\n    \t%s (default: %s)\n", f.Name, name, usage, f.DefValue)
 		})
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(redisArgs(fs, args)); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -153,6 +158,34 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
+// redisArgs rewrites redis-server's style of command line, --name value..., into
+// flags: each --name takes the words after it up to the next --word, joined by
+// spaces (--bind 127.0.0.1 ::1), and yes/no for a boolean, as a config file's line
+// would. Other arguments, -name value and --name=value among them, stay as they are.
+func redisArgs(fs *flag.FlagSet, args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, ok := strings.CutPrefix(args[i], "--")
+		if !ok || name == "" || strings.Contains(name, "=") || notDirectives[name] || name == "help" || name == "h" {
+			out = append(out, args[i])
+			continue
+		}
+		j := i + 1
+		for j < len(args) && !strings.HasPrefix(args[j], "--") {
+			j++
+		}
+		value := strings.Join(args[i+1:j], " ")
+		if f := fs.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				value = cmp.Or(map[string]string{"yes": "true", "no": "false", "": "true"}[strings.ToLower(value)], value)
+			}
+		}
+		out = append(out, "-"+name+"="+value)
+		i = j - 1
+	}
+	return out
+}
+
 // notDirectives are the flags a config file may not give.
 var notDirectives = map[string]bool{"version": true, "v": true}
 
@@ -168,7 +201,7 @@ func readConfig(fs *flag.FlagSet, path string) error {
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
 	first := map[string]int{}
 	for _, d := range directives {
-		where := fmt.Sprintf("%s:%d", path, d.Line)
+		where := fmt.Sprintf("%s:%d", d.File, d.Line)
 		f := fs.Lookup(d.Name)
 		if f == nil || notDirectives[d.Name] {
 			return fmt.Errorf("%s: unknown directive '%s'", where, d.Name)
@@ -177,8 +210,9 @@ func readConfig(fs *flag.FlagSet, path string) error {
 			return fmt.Errorf("%s: '%s' repeated (first on line %d)", where, d.Name, line)
 		}
 		first[d.Name] = d.Line
-		// replicaof takes Redis's two words, host and port; every other one word.
-		if len(d.Args) != 1 && (d.Name != "replicaof" || len(d.Args) != 2) {
+		// replicaof takes Redis's two words, host and port, bind one or more; every
+		// other one word.
+		if len(d.Args) != 1 && (d.Name != "replicaof" || len(d.Args) != 2) && (d.Name != "bind" || len(d.Args) == 0) {
 			return fmt.Errorf("%s: '%s' takes one argument, got %d", where, d.Name, len(d.Args))
 		}
 		if onCommandLine[d.Name] {
@@ -209,7 +243,11 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 		}
 		// A node given another's index answers MOVED to itself for its own slots, and
 		// clients follow that in a loop: refuse to start instead.
-		if _, port, err := net.SplitHostPort(opts.addr); err == nil && port != "0" && port != strconv.Itoa(topo.Self().Port) {
+		_, port, err := net.SplitHostPort(opts.addr)
+		if opts.port != 0 {
+			port = strconv.Itoa(opts.port)
+		}
+		if err == nil && port != "0" && port != strconv.Itoa(topo.Self().Port) {
 			return fmt.Errorf("-cluster-self %d names %s in -cluster-nodes, but -addr %s is another port: give each node its own index",
 				opts.clusterSelf, topo.Self().Addr(), opts.addr)
 		}
@@ -239,9 +277,16 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	if (opts.tlsAddr == "") != (opts.cfg.TLSCertFile == "") {
 		return errors.New("-tls-addr needs -tls-cert and -tls-key, and they need -tls-addr")
 	}
-	ln, err := net.Listen("tcp", opts.addr)
+	lns, err := listen(opts)
 	if err != nil {
 		return err
+	}
+	var ln net.Listener = lns[0]
+	if len(lns) > 1 {
+		for _, l := range lns[1:] {
+			logger.Info("rlserver listening", "addr", l.Addr().String())
+		}
+		ln = newMultiListener(lns)
 	}
 	if opts.tlsAddr != "" {
 		tlsLn, err := net.Listen("tcp", opts.tlsAddr)
@@ -270,6 +315,42 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	defer stopHeap()
 	go returnHeap(heapCtx)
 	return serve(ctx, srv, ln, logger)
+}
+
+// listen opens the listeners of -addr, or of -bind and -port (redis.conf's port and
+// bind, each address on the port, -addr's host or port where one is not given). An
+// address with a leading '-' is optional, as in Redis: one that cannot be listened on
+// is skipped; any other failure closes what was opened.
+func listen(opts options) ([]net.Listener, error) {
+	host, port, err := net.SplitHostPort(opts.addr)
+	if err != nil {
+		return nil, err
+	}
+	if opts.port != 0 {
+		port = strconv.Itoa(opts.port)
+	}
+	hosts := strings.Fields(opts.bind)
+	if len(hosts) == 0 {
+		hosts = []string{host}
+	}
+	var lns []net.Listener
+	for _, h := range hosts {
+		h, optional := strings.CutPrefix(h, "-")
+		ln, err := net.Listen("tcp", net.JoinHostPort(h, port))
+		switch {
+		case err == nil:
+			lns = append(lns, ln)
+		case !optional:
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, err
+		}
+	}
+	if len(lns) == 0 {
+		return nil, fmt.Errorf("no address of -bind %q could be listened on", opts.bind)
+	}
+	return lns, nil
 }
 
 func serve(ctx context.Context, srv *resp.Server, ln net.Listener, logger *slog.Logger) error {

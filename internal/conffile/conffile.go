@@ -29,11 +29,22 @@ var (
 type Directive struct {
 	Name string // lower case
 	Args []string
-	Line int // from 1
+	File string // the file it is in: the one read, or one it includes
+	Line int    // from 1
 }
 
-// ReadFile reads path's directives. An error names the file and the line.
-func ReadFile(path string) ([]Directive, error) {
+// maxIncludeDepth bounds nested includes, so that a file including itself is an
+// error, not a stack overflow.
+const maxIncludeDepth = 16
+
+// ReadFile reads path's directives, as Redis reads a config file: each line trimmed,
+// a line whose first character is '#' a comment (not split: "# it's" is no
+// unbalanced quote), blank lines skipped; "include file" reads that file's
+// directives in its place (the path as given, as Redis takes it). An error names
+// the file and the line.
+func ReadFile(path string) ([]Directive, error) { return readFile(path, 0) }
+
+func readFile(path string, depth int) ([]Directive, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -43,14 +54,33 @@ func ReadFile(path string) ([]Directive, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
-		words, err := Split(sc.Text())
+		line := strings.Trim(sc.Text(), " \t\r\n")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		words, err := Split(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
-		if len(words) == 0 || strings.HasPrefix(words[0], "#") {
+		if len(words) == 0 {
 			continue
 		}
-		out = append(out, Directive{Name: strings.ToLower(words[0]), Args: words[1:], Line: n})
+		d := Directive{Name: strings.ToLower(words[0]), Args: words[1:], File: path, Line: n}
+		if d.Name != "include" {
+			out = append(out, d)
+			continue
+		}
+		if len(d.Args) != 1 {
+			return nil, fmt.Errorf("%s:%d: 'include' takes one file, got %d arguments", path, n, len(d.Args))
+		}
+		if depth >= maxIncludeDepth {
+			return nil, fmt.Errorf("%s:%d: includes nested over %d deep", path, n, maxIncludeDepth)
+		}
+		inner, err := readFile(d.Args[0], depth+1)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: include: %w", path, n, err)
+		}
+		out = append(out, inner...)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

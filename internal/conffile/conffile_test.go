@@ -53,12 +53,13 @@ func TestLineRoundTrip(t *testing.T) {
 
 func TestReadFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.conf")
-	write(t, path, "# a comment\n\nMaxClients 100\n  # indented comment\nreplicaof 10.0.0.1 6380\nrequirepass \"a b\"\n")
+	// A stock redis.conf's comments hold quotes: they are not split, as in Redis.
+	write(t, path, "# a comment, it's not split\n\nMaxClients 100\n  # indented \"comment\nreplicaof 10.0.0.1 6380\nrequirepass \"a b\"\n")
 	got, err := ReadFile(path)
 	want := []Directive{
-		{Name: "maxclients", Args: []string{"100"}, Line: 3},
-		{Name: "replicaof", Args: []string{"10.0.0.1", "6380"}, Line: 5},
-		{Name: "requirepass", Args: []string{"a b"}, Line: 6},
+		{Name: "maxclients", Args: []string{"100"}, File: path, Line: 3},
+		{Name: "replicaof", Args: []string{"10.0.0.1", "6380"}, File: path, Line: 5},
+		{Name: "requirepass", Args: []string{"a b"}, File: path, Line: 6},
 	}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("ReadFile = %+v, %v; want %+v", got, err, want)

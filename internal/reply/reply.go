@@ -57,7 +57,6 @@ const (
 	GCRAMissing   = "ERR Missing TOKENS value"
 	GCRATokensOvf = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow"
 	GCRABurstOvf  = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow"
-	GCRASpan      = "ERR (max_burst + 1) × period / tokens_per_period must be at most 100 years"
 
 	// The store's refusals of a key or of rules.
 	KeyTooLong = "ERR key is longer than 268435455 bytes"
@@ -112,7 +111,7 @@ var fixed = map[string]bool{
 	LeaseMs: true, LeaseID: true, RefundAlone: true, NoDescriptor: true, EntryPairs: true, NoEntries: true,
 	PolicyLimit: true, PolicyUnit: true, HitsAndRefund: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
 	GCRAMaxBurst: true, GCRANotInt: true, GCRAPositive: true, GCRAFloat: true, GCRAPeriod: true,
-	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true, GCRASpan: true,
+	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true,
 	KeyTooLong: true, LogLimit: true, SameKey: true,
 }
 
