@@ -73,15 +73,17 @@ func (s *Server) count(front string, err error, code pb.RateLimitResponse_Code) 
 }
 
 // shouldRateLimitHandler is the generated handler but for a body that does not
-// decode: grpc-go answers that INTERNAL, which reads as the server's fault; it is
-// the caller's, INVALID_ARGUMENT.
+// decode (see undecoded).
 func shouldRateLimitHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	in := new(pb.RateLimitRequest)
-	if err := dec(in); err != nil {
-		s := srv.(*grpcService)
-		s.calls.WithLabelValues("grpc", "invalid").Inc()
-		return nil, status.Error(codes.InvalidArgument, ErrMalformed.Error()+": "+status.Convert(err).Message())
+	u := new(undecoded)
+	if err := dec(u); err != nil {
+		return nil, err
 	}
+	if u.err != nil {
+		srv.(*grpcService).calls.WithLabelValues("grpc", "invalid").Inc()
+		return nil, status.Error(codes.InvalidArgument, ErrMalformed.Error()+": "+u.err.Error())
+	}
+	in := &u.req
 	if interceptor == nil {
 		return srv.(*grpcService).ShouldRateLimit(ctx, in)
 	}

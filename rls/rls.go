@@ -33,7 +33,7 @@ const (
 	MaxDescriptors = 128     // descriptors in one request
 	MaxEntries     = 32      // entries in one descriptor
 	MaxEntryBytes  = 4 << 10 // bytes of one key or value
-	MaxRequestSize = 1 << 20 // bytes of a request body (/json) or message (gRPC)
+	MaxRequestSize = 4 << 20 // bytes of a request body (/json) or message (gRPC), as grpc-go by default
 	roleInterval   = 100 * time.Millisecond
 	readTimeout    = 10 * time.Second
 	shutdownWait   = 5 * time.Second
@@ -123,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("rls: register metrics: %w", err)
 		}
 	}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRequestSize)}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRequestSize), grpc.ForceServerCodecV2(newCodec())}
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
