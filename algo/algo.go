@@ -58,6 +58,12 @@ type Request struct {
 	Period float64
 	// Cell selects redis-cell's reply, for CL.THROTTLE and Redis's GCRA (see GCRA).
 	Cell bool
+	// Spend makes RL.FIXED count a refused call's cost too, and refuse any call, one
+	// of cost 0 included, whose count would then be past the limit: envoyproxy/
+	// ratelimit's INCRBY-then-compare, which package policy's default mode reproduces.
+	// Remaining is then the limit minus the count after the call, negative past the
+	// limit, so that the caller knows the count. No command sets it.
+	Spend bool
 }
 
 // Decision is the answer to one call: the five wire fields, and what the store must do.

@@ -420,3 +420,38 @@ func TestKindNames(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedSpend checks Spend against envoyproxy/ratelimit's INCRBY-then-compare:
+// every call adds its hits, and a call is over the limit when the count after it is.
+func TestFixedSpend(t *testing.T) {
+	const w = 60_000_000
+	r := Request{Kind: KindFixed, Limit: 3, Window: w, Cost: 1, Spend: true}
+	var s FixedState
+	now := int64(10 * w)
+	for i, want := range []struct {
+		allowed bool
+		rem     int64
+		count   int64
+	}{{true, 2, 1}, {true, 1, 2}, {true, 0, 3}, {false, -1, 4}, {false, -2, 5}} {
+		var d Decision
+		s, d = Fixed(s, r, now)
+		if d.Allowed != want.allowed || d.Remaining != want.rem || s.Count != want.count || !d.Write {
+			t.Fatalf("call %d: %+v state %+v, want allowed=%v remaining=%d count=%d", i+1, d, s, want.allowed, want.rem, want.count)
+		}
+	}
+	// A zero cost past the limit is over too (INCRBY 0 answers 5 > 3), and writes nothing.
+	z := r
+	z.Cost = 0
+	if _, d := Fixed(s, z, now); d.Allowed || d.Write {
+		t.Fatalf("cost 0 past the limit: %+v", d)
+	}
+	// The next window starts from zero.
+	if s2, d := Fixed(s, r, now+w); !d.Allowed || s2.Count != 1 {
+		t.Fatalf("next window: %+v %+v", d, s2)
+	}
+	// The count saturates instead of wrapping.
+	big := FixedState{Window: 10, Count: 1<<63 - 2}
+	if s2, d := Fixed(big, Request{Kind: KindFixed, Limit: 3, Window: w, Cost: 5, Spend: true}, now); d.Allowed || s2.Count != 1<<63-1 {
+		t.Fatalf("saturation: %+v %+v", d, s2)
+	}
+}

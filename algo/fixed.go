@@ -1,5 +1,7 @@
 package algo
 
+import "math"
+
 // FixedState is RL.FIXED's state: the index of the window its count belongs to, and
 // the cost admitted in that window. The zero value is a fresh key.
 type FixedState struct{ Window, Count int64 }
@@ -17,10 +19,18 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 	// A cost above the limit fails here too: count is never negative.
 	allowed := cost == 0 || count+cost <= limit
 	after := count
-	if allowed {
+	if r.Spend {
+		// Every call counts, so the count can pass the limit; it saturates rather
+		// than wrap.
+		after = min(count, math.MaxInt64-cost) + cost
+		allowed = after <= limit
+	} else if allowed {
 		after += cost
 	}
 	d := Decision{Allowed: allowed, Limit: limit, Remaining: max(0, limit-after), FreshAt: now}
+	if r.Spend {
+		d.Remaining = limit - after
+	}
 	switch {
 	case allowed:
 	case cost > limit:
@@ -32,7 +42,7 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 		d.ResetAfter = msCeilInt(end - now)
 		d.FreshAt = end
 	}
-	if allowed && cost > 0 && !r.Peek {
+	if (allowed || r.Spend) && cost > 0 && !r.Peek {
 		d.Write = true
 		return FixedState{Window: w, Count: after}, d
 	}

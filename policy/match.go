@@ -1,0 +1,105 @@
+package policy
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// match finds the rule of a descriptor's entries as envoyproxy/ratelimit's GetLimit
+// does: depth by depth, "key_value" first, then the first wildcard "key_prefix*" of
+// the level in file order, then "key" alone; a rule counts only at the last entry,
+// and the walk stops at a descriptor without children. shared holds, per entry
+// matched through a share_threshold wildcard, the value pattern its state is kept
+// under (nil when none).
+func (d *domain) match(entries []Entry) (r *rule, shared []string) {
+	var buf [128]byte
+	parent := d.root
+	for i, e := range entries {
+		fk := append(append(append(buf[:0], e.Key...), '_'), e.Value...)
+		next := parent.children[string(fk)]
+		viaWildcard := false
+		if next == nil {
+			for _, w := range parent.wildcards {
+				p := w[:len(w)-1]
+				if len(fk) >= len(p) && string(fk[:len(p)]) == p {
+					next, viaWildcard = parent.children[w], true
+					break
+				}
+			}
+		}
+		if next == nil {
+			next = parent.children[e.Key]
+		}
+		if next == nil {
+			break
+		}
+		if viaWildcard && next.pattern != "" {
+			if shared == nil {
+				shared = make([]string, len(entries))
+			}
+			shared[i] = strings.TrimPrefix(next.pattern, e.Key+"_")
+		}
+		if next.rule != nil && i == len(entries)-1 {
+			r = next.rule
+		}
+		if len(next.children) == 0 {
+			break
+		}
+		parent = next
+	}
+	return r, shared
+}
+
+// appendKey appends the store key of a descriptor's state under a rule of kind and
+// window: "rl:DOMAIN:key=value:key2=value2:fixed/60s". The algorithm and window are
+// part of the name, so a reload that changes them starts afresh instead of misreading
+// another algorithm's state; the limit is not, so a changed limit keeps the counts (as
+// envoyproxy/ratelimit's keys do). Separators inside names are escaped (escape).
+func appendKey(b []byte, domain string, entries []Entry, shared []string, kindName string, window time.Duration) []byte {
+	b = append(b, "rl:"...)
+	b = escape(b, domain)
+	for i, e := range entries {
+		b = append(b, ':')
+		b = escape(b, e.Key)
+		b = append(b, '=')
+		if shared != nil && shared[i] != "" {
+			b = escape(b, shared[i])
+		} else {
+			b = escape(b, e.Value)
+		}
+	}
+	b = append(b, ':')
+	b = append(b, kindName...)
+	b = append(b, '/')
+	return appendWindow(b, window)
+}
+
+// appendWindow writes a window in whole seconds, milliseconds or microseconds: 60s,
+// 1500ms, 250us.
+func appendWindow(b []byte, w time.Duration) []byte {
+	switch {
+	case w%time.Second == 0:
+		return append(strconv.AppendInt(b, int64(w/time.Second), 10), 's')
+	case w%time.Millisecond == 0:
+		return append(strconv.AppendInt(b, int64(w/time.Millisecond), 10), "ms"...)
+	}
+	return append(strconv.AppendInt(b, int64(w/time.Microsecond), 10), "us"...)
+}
+
+// escape appends s with '%', the separators ':' and '=', the hash-tag braces '{' '}'
+// (a value must not pick the cluster slot) and bytes below '!' or DEL written as %XX,
+// so that distinct descriptors never share a key and the rest reads as given.
+func escape(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' || c == ':' || c == '=' || c == '{' || c == '}' || c < '!' || c == 0x7f:
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
