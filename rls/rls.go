@@ -26,13 +26,8 @@ import (
 	"google.golang.org/grpc/reflection"
 )
 
-// Limits on a request, checked before the engine sees it, so that a request that
-// could only be a mistake or an attack costs a decode and nothing else. Envoy sends a
-// handful of descriptors of a few entries, each a header or a path.
+// The front's bounds; the engine checks the rest (policy.MaxDescriptors, ...).
 const (
-	MaxDescriptors = 128     // descriptors in one request
-	MaxEntries     = 32      // entries in one descriptor
-	MaxEntryBytes  = 4 << 10 // bytes of one key or value
 	MaxRequestSize = 4 << 20 // bytes of a request body (/json) or message (gRPC), as grpc-go by default
 	roleInterval   = 100 * time.Millisecond
 	readTimeout    = 10 * time.Second

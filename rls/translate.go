@@ -18,19 +18,13 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", policy.ErrInvalidRequest, fmt.Sprintf(format, args...))
 }
 
-// toRequest translates an RLS request for the engine, refusing one that could only be
-// a mistake before anything is spent. Hits follow envoyproxy/ratelimit: a
-// descriptor's own hits_addend wins, else the request's, where 0 means 1.
+// toRequest translates an RLS request for the engine, which checks it; the counts
+// are bounded here first, before anything is allocated for them. Hits follow
+// envoyproxy/ratelimit: a descriptor's own hits_addend wins, 0 included (a check that
+// spends nothing), else the request's, where 0 means 1.
 func toRequest(in *pb.RateLimitRequest) (policy.Request, error) {
-	switch {
-	case in.GetDomain() == "":
-		return policy.Request{}, invalid("rate limit domain must not be empty")
-	case len(in.GetDescriptors()) == 0:
-		return policy.Request{}, invalid("rate limit descriptor list must not be empty")
-	case len(in.GetDescriptors()) > MaxDescriptors:
-		return policy.Request{}, invalid("%d descriptors, at most %d", len(in.Descriptors), MaxDescriptors)
-	case len(in.GetDomain()) > MaxEntryBytes:
-		return policy.Request{}, invalid("domain of %d bytes, at most %d", len(in.Domain), MaxEntryBytes)
+	if len(in.GetDescriptors()) > policy.MaxDescriptors {
+		return policy.Request{}, invalid("%d descriptors, more than %d", len(in.Descriptors), policy.MaxDescriptors)
 	}
 	req := policy.Request{
 		Domain:      in.Domain,
@@ -40,30 +34,21 @@ func toRequest(in *pb.RateLimitRequest) (policy.Request, error) {
 	// One backing array for every descriptor's entries: one allocation a request.
 	n := 0
 	for i, d := range in.Descriptors {
-		if len(d.GetEntries()) == 0 {
-			return policy.Request{}, invalid("descriptor %d has no entries", i)
+		if len(d.GetEntries()) > policy.MaxEntries {
+			return policy.Request{}, invalid("descriptor %d has %d entries, more than %d", i, len(d.Entries), policy.MaxEntries)
 		}
-		if len(d.Entries) > MaxEntries {
-			return policy.Request{}, invalid("descriptor %d has %d entries, at most %d", i, len(d.Entries), MaxEntries)
-		}
-		n += len(d.Entries)
+		n += len(d.GetEntries())
 	}
 	entries := make([]policy.Entry, 0, n)
 	for i, d := range in.Descriptors {
 		start := len(entries)
-		for j, e := range d.Entries {
-			switch {
-			case e.GetKey() == "":
-				return policy.Request{}, invalid("descriptor %d entry %d has an empty key", i, j)
-			case len(e.Key) > MaxEntryBytes || len(e.Value) > MaxEntryBytes:
-				return policy.Request{}, invalid("descriptor %d entry %d is longer than %d bytes", i, j, MaxEntryBytes)
-			}
-			entries = append(entries, policy.Entry{Key: e.Key, Value: e.Value})
+		for _, e := range d.GetEntries() {
+			entries = append(entries, policy.Entry{Key: e.GetKey(), Value: e.GetValue()})
 		}
 		out := &req.Descriptors[i]
 		out.Entries = entries[start:len(entries):len(entries)]
 		if h := d.GetHitsAddend(); h != nil {
-			out.Hits = h.Value
+			out.Hits, out.HitsSet = h.Value, true
 		}
 		out.Negative = d.GetIsNegativeHits()
 		if l := d.GetLimit(); l != nil {
@@ -92,6 +77,8 @@ func toResponse(r policy.Response, h Headers, shadow bool) *pb.RateLimitResponse
 			l := &limits[i]
 			l.Name, l.RequestsPerUnit, l.Unit = st.Limit.Name, st.Limit.RequestsPerUnit, pb.RateLimitResponse_RateLimit_Unit(st.Limit.Unit)
 			s.CurrentLimit = l
+		}
+		if st.Limit != nil && st.ResetAfter > 0 { // theirs has none in quota mode
 			s.DurationUntilReset = durationpb.New(st.ResetAfter)
 		}
 		out.Statuses[i] = s
