@@ -48,6 +48,10 @@ type Request struct {
 	Queue  int64 // LEAKY: queue q (default 0)
 	Cost   int64 // c: COST, CL.THROTTLE's quantity, or GCRA's TOKENS
 	Peek   bool  // decide and reply as usual, but write nothing
+	// Refund n > 0 gives back n of what earlier calls spent instead of spending Cost
+	// (refund.go): Cost is then 0 and Peek false, and the reply is the one a PEEK of
+	// cost 0 would get right after the refund.
+	Refund int64
 
 	// Interval is the emission interval T in µs of Redis's GCRA command, which derives
 	// it from a float period; 0 (every other command) derives it from Window and Limit.

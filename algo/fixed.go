@@ -9,6 +9,9 @@ type FixedState struct{ Window, Count int64 }
 // Fixed decides one RL.FIXED call. Windows are aligned to multiples of W since the
 // epoch, w = floor(now/W); a count stored for another window is 0. All integer math.
 func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
+	if r.Refund > 0 {
+		return refundFixed(s, r, now)
+	}
 	limit, cost := r.Limit, r.Cost
 	w := now / r.Window
 	end := (w + 1) * r.Window

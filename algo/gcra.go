@@ -54,6 +54,9 @@ func (r Request) burst() int64 {
 // COST 0 is always allowed and times are in ms. Either way a cost above b is refused
 // with retry_after −1, and a limited call changes nothing.
 func GCRA(tat int64, r Request, now int64) (int64, Decision) {
+	if r.Refund > 0 {
+		return refundTat(tat, r, now, GCRA)
+	}
 	t, b, c := r.interval(), r.burst(), r.Cost
 	tolerance := t * b
 	start := max(tat, now)

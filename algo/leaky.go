@@ -7,6 +7,9 @@ package algo
 // Following the contract, a cost above the limit is not refused: it passes when the
 // queue has room and then occupies T·c of the schedule. Field 4 is never -1.
 func Leaky(tat int64, r Request, now int64) (int64, Decision) {
+	if r.Refund > 0 {
+		return refundTat(tat, r, now, Leaky)
+	}
 	t := r.interval()
 	room := t * r.Queue
 	start := max(tat, now)

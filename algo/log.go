@@ -14,6 +14,9 @@ type LogEntry struct{ TS, Cost int64 }
 // clock that steps back cannot unsort the log. When the call does not write, entries
 // is returned as it came.
 func Log(entries []LogEntry, r Request, now int64) ([]LogEntry, Decision) {
+	if r.Refund > 0 {
+		return refundLog(entries, r, now)
+	}
 	limit, cost, window := r.Limit, r.Cost, r.Window
 	first := 0
 	for first < len(entries) && entries[first].TS <= now-window {

@@ -9,6 +9,9 @@ type SlideState struct{ Window, Cur, Prev int64 }
 // Slide decides one RL.SLIDE call, a sliding window counter: the previous window's
 // count weighs by the part of it still inside the sliding window.
 func Slide(s SlideState, r Request, now int64) (SlideState, Decision) {
+	if r.Refund > 0 {
+		return refundSlide(s, r, now)
+	}
 	limit, cost, window := r.Limit, r.Cost, r.Window
 	v := viewSlide(s, window, now)
 	allowed := cost == 0 || v.passes(cost, limit)

@@ -12,6 +12,9 @@ type TokenState struct {
 // Token decides one RL.TOKEN call, a token bucket of Limit tokens refilled
 // continuously at Rate tokens per window (0: Rate = Limit).
 func Token(s TokenState, r Request, now int64) (TokenState, Decision) {
+	if r.Refund > 0 {
+		return refundToken(s, r, now)
+	}
 	b := newBucket(r)
 	cost := float64(r.Cost)
 	tokens := b.refill(s, now)

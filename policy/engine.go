@@ -53,6 +53,7 @@ type planned struct {
 	key       []byte
 	req       algo.Request
 	hits      uint64
+	refund    bool // Negative: the hits are given back
 	d         algo.Decision
 }
 
@@ -74,6 +75,9 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 	d := p.domains[req.Domain]
 	if d == nil {
 		e.unknown.Add(1)
+		for i := range resp.Statuses {
+			resp.Statuses[i].Code = CodeOK
+		}
 		return resp, nil
 	}
 	var buf [8]planned
@@ -108,13 +112,15 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 		if pl.r == nil {
 			continue
 		}
-		if req.Descriptors[i].Negative {
-			return Response{}, fmt.Errorf("%w: descriptor %d: negative hits are not supported yet", ErrInvalidRequest, i)
-		}
 		pl.req = pl.r.req
 		pl.req.Cost = int64(pl.hits)
 		pl.req.Spend = pl.r.kind == algo.KindFixed && !d.allOrNothing
-		if err := pl.req.CheckSchedule(); err != nil {
+		if req.Descriptors[i].Negative {
+			// Give back what earlier calls spent (algo's refunds), never past a
+			// fresh key's room.
+			pl.req.Refund, pl.req.Cost, pl.refund = pl.req.Cost, 0, true
+		}
+		if err := checkSchedule(pl.req); err != nil {
 			return Response{}, fmt.Errorf("%w: descriptor %d: hits %d: %v", ErrInvalidRequest, i, pl.hits, err)
 		}
 		start := len(keys)
@@ -266,6 +272,11 @@ func (e *Engine) status(pl *planned, entries []Entry, now int64) Status {
 		return Status{Code: CodeOK}
 	}
 	r, d, hits := pl.r, pl.d, pl.hits
+	if pl.refund {
+		// A refund is never refused, and counts in no hit counter.
+		return Status{Code: CodeOK, Limit: r.limit(), Remaining: uint32(min(max(d.Remaining, 0), int64(r.requests))),
+			ResetAfter: resetAfter(r, d, now)}
+	}
 	limit := uint64(r.requests)
 	var before, after uint64
 	over := !d.Allowed
@@ -324,4 +335,13 @@ func resetAfter(r *rule, d algo.Decision, now int64) time.Duration {
 		return time.Duration(sec-(now/1e6)%sec) * time.Second
 	}
 	return time.Duration(w-now%w) * time.Microsecond
+}
+
+// checkSchedule is algo's CheckSchedule for the kinds it bounds (it divides by the
+// limit, which a fixed window may have 0).
+func checkSchedule(r algo.Request) error {
+	if r.Kind == algo.KindGCRA || r.Kind == algo.KindLeaky {
+		return r.CheckSchedule()
+	}
+	return nil
 }

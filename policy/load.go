@@ -402,7 +402,7 @@ func (r *rule) checkAlgorithm(burst uint64) error {
 	case algo.KindLeaky:
 		req.Queue = int64(burst)
 	}
-	if err := req.CheckSchedule(); err != nil {
+	if err := checkSchedule(req); err != nil {
 		return fmt.Errorf("burst and window out of range: %w", err)
 	}
 	r.req = req

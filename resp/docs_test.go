@@ -34,9 +34,9 @@ func TestCommandsDoc(t *testing.T) {
 // are what redis-cli shows as hints.
 func TestSyntax(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
-		{"rl.token", "RL.TOKEN key capacity window_ms [RATE rate] [COST cost] [PEEK]"},
-		{"rl.leaky", "RL.LEAKY key limit window_ms [QUEUE queue] [COST cost] [PEEK]"},
-		{"cl.throttle", "CL.THROTTLE key max_burst count_per_period period_s [quantity]"},
+		{"rl.token", "RL.TOKEN key capacity window_ms [RATE rate] [COST cost] [PEEK] [REFUND refund]"},
+		{"rl.leaky", "RL.LEAKY key limit window_ms [QUEUE queue] [COST cost] [PEEK] [REFUND refund]"},
+		{"cl.throttle", "CL.THROTTLE key max_burst count_per_period period_s [quantity|REFUND refund]"},
 		{"del", "DEL key [key ...]"},
 		{"scan", "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]"},
 		{"flushall", "FLUSHALL [ASYNC|SYNC]"},
@@ -87,6 +87,16 @@ const rateLimitIntro = "Every `RL.*` command answers an array of five integers, 
 	"`window_ms` is 1 to 31536000000 (a year).\n" +
 	"- `COST n` (0 to limit·1000, default 1) weighs a request; COST 0 is always allowed and changes nothing.\n" +
 	"- `PEEK` decides and answers as usual but writes nothing: no state is created, changed or extended.\n" +
+	"- `REFUND n` (1 to limit·1000) gives back n of what earlier calls on the key spent, instead of " +
+	"spending: the way an LLM gateway reserves `max_tokens` with COST and returns what the answer did " +
+	"not use. It never leaves more room than a fresh key has, and gives back only what still counts: " +
+	"RL.FIXED this window's count; RL.SLIDE this window's, then the previous one's; RL.LOG the newest " +
+	"entries in the window; RL.TOKEN tokens, up to the capacity; RL.GCRA, RL.LEAKY and CL.THROTTLE the " +
+	"schedule, n emission intervals back, never before now. The reply is what `PEEK` with `COST 0` " +
+	"answers right after it. On an absent key there is nothing to give back: nothing is created, and " +
+	"the reply is a fresh key's. REFUND takes neither COST nor PEEK (`ERR REFUND takes neither COST nor PEEK`); " +
+	"it is a write (refused on a replica, replicated from a primary). Leases end with RL.RELEASE; Redis's " +
+	"`GCRA` keeps Redis's grammar (refund its key with RL.GCRA).\n" +
 	"- Options come in any order after the positional arguments, in any case.\n" +
 	"- A limited request consumes nothing, in every algorithm.\n" +
 	"- Bad input gets an error that names the argument and its range, and changes nothing: " +

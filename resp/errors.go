@@ -44,6 +44,7 @@ var (
 	errLeaseMs     = &replyError{reply.LeaseMs}
 	errLeaseID     = &replyError{reply.LeaseID}
 	errRenewArity  = &replyError{reply.Arity("rl.renew")}
+	errRefundAlone = &replyError{reply.RefundAlone}
 
 	// algo's schedule errors, in each command's terms (scheduleError).
 	errBurstSpan    = &replyError{reply.BurstSpan}
@@ -84,6 +85,11 @@ func limitError(most int64) error {
 
 // costError is the reply to a COST out of 0..most (limit·1000).
 func costError(most int64) error { return &replyError{reply.CostUpTo(strconv.FormatInt(most, 10))} }
+
+// refundError is the reply to a REFUND out of 1..most (COST's bound).
+func refundError(most int64) error {
+	return &replyError{reply.RefundUpTo(strconv.FormatInt(most, 10))}
+}
 
 // unknownAlgorithmError is the reply to an RL.ALL whose first word is no algorithm.
 func unknownAlgorithmError(word []byte) error {

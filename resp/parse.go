@@ -23,13 +23,15 @@ const (
 // option winning) and validates them. Errors are Redis error replies, whole, e.g.
 // "ERR limit must be an integer between 1 and 1000000000".
 //
-// RL.* take limit and window_ms, then COST n and PEEK, plus RATE r (RL.TOKEN), BURST b
+// RL.* take limit and window_ms, then COST n, PEEK and REFUND n, plus RATE r (RL.TOKEN), BURST b
 // (RL.GCRA) or QUEUE q (RL.LEAKY); any other option is "ERR syntax error". RL.LOG's limit
 // is at most maxLogLimit (capped at 1e9). CL.THROTTLE takes max_burst (0..1e9),
 // count_per_period (1..1e9), period_s (1..31536000, a year) and an optional quantity
 // (0..1e9, default 1), and no options: like redis-cell, any other count of arguments is
-// an arity error. Integers are spelled as Redis reads them: optional '-', no '+', no
-// leading zeros, no spaces.
+// an arity error, but REFUND n may follow period_s instead of a quantity. REFUND n
+// (1 to COST's bound; CL.THROTTLE: 1 to 1e9) gives back instead of spending
+// (algo.Request.Refund, Cost 0) and takes neither COST nor PEEK. Integers are spelled
+// as Redis reads them: optional '-', no '+', no leading zeros, no spaces.
 func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Request, error) {
 	switch {
 	case kind == algo.KindThrottle:
@@ -57,6 +59,7 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 	}
 	r.Window = ms * 1000
 
+	costGiven := false
 	for i := 2; i < len(args); i++ {
 		opt := args[i]
 		if bytes.EqualFold(opt, []byte("PEEK")) {
@@ -68,7 +71,9 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 		var bad error
 		switch {
 		case bytes.EqualFold(opt, []byte("COST")):
-			dst, lo, hi = &r.Cost, 0, r.Limit*costPerUnit
+			dst, lo, hi, costGiven = &r.Cost, 0, r.Limit*costPerUnit, true
+		case bytes.EqualFold(opt, []byte("REFUND")):
+			dst, lo, hi = &r.Refund, 1, r.Limit*costPerUnit
 		case kind == algo.KindToken && bytes.EqualFold(opt, []byte("RATE")):
 			dst, lo, hi, bad = &r.Rate, 1, maxLimit, errRate
 		case kind == algo.KindGCRA && bytes.EqualFold(opt, []byte("BURST")):
@@ -83,18 +88,31 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 		}
 		i++
 		if *dst, ok = parseRange(args[i], lo, hi); !ok {
-			if bad == nil {
+			switch {
+			case dst == &r.Refund:
+				return algo.Request{}, refundError(hi)
+			case bad == nil:
 				return algo.Request{}, costError(hi)
 			}
 			return algo.Request{}, bad
 		}
+	}
+	if r.Refund > 0 {
+		if costGiven || r.Peek {
+			return algo.Request{}, errRefundAlone
+		}
+		r.Cost = 0 // the schedule's bound is on what is spent: a refund spends nothing
 	}
 	return r, scheduleError(r, r.CheckSchedule())
 }
 
 // parseThrottle reads CL.THROTTLE's max_burst count_per_period period_s [quantity].
 func parseThrottle(args [][]byte) (algo.Request, error) {
-	if len(args) != 3 && len(args) != 4 {
+	refund := len(args) == 5 && bytes.EqualFold(args[3], []byte("REFUND"))
+	if len(args) == 6 && bytes.EqualFold(args[4], []byte("REFUND")) {
+		return algo.Request{}, errRefundAlone // a quantity and a refund
+	}
+	if len(args) != 3 && len(args) != 4 && !refund {
 		return algo.Request{}, arityError(algo.KindThrottle)
 	}
 	r := algo.Request{Kind: algo.KindThrottle, Cost: 1, Cell: true}
@@ -110,7 +128,13 @@ func parseThrottle(args [][]byte) (algo.Request, error) {
 		return algo.Request{}, errPeriod
 	}
 	r.Window = period * 1_000_000
-	if len(args) == 4 {
+	switch {
+	case refund:
+		if r.Refund, ok = parseRange(args[4], 1, maxLimit); !ok {
+			return algo.Request{}, refundError(maxLimit)
+		}
+		r.Cost = 0
+	case len(args) == 4:
 		if r.Cost, ok = parseRange(args[3], 0, maxLimit); !ok {
 			return algo.Request{}, errQuantity
 		}

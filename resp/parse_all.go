@@ -82,11 +82,11 @@ func ParseAll(args [][]byte, maxLogLimit int64) ([]algo.Rule, error) {
 }
 
 // takesValue reports whether opt is an option of kind's command that is followed by a
-// value: COST, and RATE, BURST or QUEUE for the algorithm that takes it. Another word
+// value: COST, REFUND, and RATE, BURST or QUEUE for the algorithm that takes it. Another word
 // is PEEK or a syntax error that ParseRequest reports.
 func takesValue(kind algo.Kind, opt []byte) bool {
 	switch {
-	case bytes.EqualFold(opt, []byte("COST")):
+	case bytes.EqualFold(opt, []byte("COST")), bytes.EqualFold(opt, []byte("REFUND")):
 		return true
 	case kind == algo.KindToken:
 		return bytes.EqualFold(opt, []byte("RATE"))

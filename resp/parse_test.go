@@ -26,6 +26,10 @@ func TestParse(t *testing.T) {
 	throttle := algo.Request{Kind: algo.KindThrottle, Limit: 15, Rate: 30, Window: 60_000_000, Cost: 1, Cell: true}
 	throttleMax := algo.Request{Kind: algo.KindThrottle, Limit: 1e9, Rate: 1e9, Window: 31_536_000_000_000, Cost: 1e9, Cell: true}
 	throttleZero := algo.Request{Kind: algo.KindThrottle, Limit: 0, Rate: 1, Window: 1_000_000, Cost: 0, Cell: true}
+	refund := req(algo.KindToken, 10, ms(1000), 0)
+	refund.Refund, refund.Rate = 3, 5
+	throttleRefund := throttle
+	throttleRefund.Cost, throttleRefund.Refund = 0, 7
 
 	for _, c := range []struct {
 		kind algo.Kind
@@ -49,6 +53,10 @@ func TestParse(t *testing.T) {
 		{algo.KindThrottle, "15 30 60", throttle},
 		{algo.KindThrottle, "1000000000 1000000000 31536000 1000000000", throttleMax},
 		{algo.KindThrottle, "0 1 1 0", throttleZero},
+		{algo.KindToken, "10 1000 REFUND 3 RATE 5", refund},
+		{algo.KindToken, "10 1000 refund 1 Refund 3 RATE 5", refund}, // the last REFUND wins
+		{algo.KindThrottle, "15 30 60 REFUND 7", throttleRefund},
+		{algo.KindThrottle, "15 30 60 refund 7", throttleRefund},
 		// Schedules of exactly 100 years: T = 31,536,000,000,000 µs (a year) by 100.
 		{algo.KindGCRA, "1 31536000000 BURST 100", algo.Request{Kind: algo.KindGCRA, Limit: 1, Window: year, Burst: 100, Cost: 1}},
 		{algo.KindLeaky, "1 31536000000 QUEUE 100 COST 100", algo.Request{Kind: algo.KindLeaky, Limit: 1, Window: year, Queue: 100, Cost: 100}},
@@ -143,6 +151,20 @@ func TestParseErrors(t *testing.T) {
 		{algo.KindThrottle, []string{"15", "30", "60", "-1"}, "ERR quantity must be an integer between 0 and 1000000000"},
 		{algo.KindThrottle, []string{"15", "30", "60", "1000000001"}, "ERR quantity must be an integer between 0 and 1000000000"},
 		{algo.KindThrottle, []string{"15", "30", "60", "PEEK"}, "ERR quantity must be an integer between 0 and 1000000000"},
+
+		// REFUND.
+		{algo.KindFixed, []string{"10", "1000", "REFUND"}, syntax},
+		{algo.KindFixed, []string{"10", "1000", "REFUND", "0"}, "ERR refund must be an integer between 1 and 10000"},
+		{algo.KindFixed, []string{"10", "1000", "REFUND", "-3"}, "ERR refund must be an integer between 1 and 10000"},
+		{algo.KindFixed, []string{"10", "1000", "REFUND", "10001"}, "ERR refund must be an integer between 1 and 10000"},
+		{algo.KindFixed, []string{"10", "1000", "REFUND", "1.5"}, "ERR refund must be an integer between 1 and 10000"},
+		{algo.KindFixed, []string{"10", "1000", "REFUND", "3", "COST", "1"}, "ERR REFUND takes neither COST nor PEEK"},
+		{algo.KindLog, []string{"10", "1000", "COST", "0", "REFUND", "3"}, "ERR REFUND takes neither COST nor PEEK"},
+		{algo.KindGCRA, []string{"10", "1000", "PEEK", "REFUND", "3"}, "ERR REFUND takes neither COST nor PEEK"},
+		{algo.KindThrottle, []string{"15", "30", "60", "REFUND", "0"}, "ERR refund must be an integer between 1 and 1000000000"},
+		{algo.KindThrottle, []string{"15", "30", "60", "REFUND", "x"}, "ERR refund must be an integer between 1 and 1000000000"},
+		{algo.KindThrottle, []string{"15", "30", "60", "1", "REFUND", "2"}, "ERR REFUND takes neither COST nor PEEK"},
+		{algo.KindThrottle, []string{"15", "30", "60", "REFUND"}, "ERR quantity must be an integer between 0 and 1000000000"},
 	} {
 		args := make([][]byte, len(c.args))
 		for i, a := range c.args {

@@ -6,7 +6,7 @@ import "github.com/rlserver/rlserver/algo"
 var flagsLimiter = []string{"write", "fast"}
 
 // limiterArgs are the arguments of an RL.* command: key, the two positional
-// numbers, its own option (if any), then COST and PEEK.
+// numbers, its own option (if any), then COST, PEEK and REFUND.
 func limiterArgs(limit string, option *arg) []arg {
 	a := []arg{
 		{name: "key", typ: "key"},
@@ -19,6 +19,7 @@ func limiterArgs(limit string, option *arg) []arg {
 	return append(a,
 		arg{name: "cost", typ: "integer", token: "COST", optional: true},
 		arg{name: "peek", typ: "pure-token", token: "PEEK", optional: true},
+		arg{name: "refund", typ: "integer", token: "REFUND", optional: true},
 	)
 }
 
@@ -42,6 +43,7 @@ var allArgs = []arg{{name: "rule", typ: "block", multiple: true, args: []arg{
 		{name: "burst", typ: "integer", token: "BURST"},
 		{name: "queue", typ: "integer", token: "QUEUE"},
 		{name: "peek", typ: "pure-token", token: "PEEK"},
+		{name: "refund", typ: "integer", token: "REFUND"},
 	}},
 }}}
 
@@ -60,6 +62,7 @@ var limitCommands = []*command{
 		examples: []example{
 			{"RL.FIXED api:alice 3 60000 COST 3", "1 3 0 0 60000"},
 			{"RL.FIXED api:alice 3 60000", "0 3 0 60000 60000"},
+			{"RL.FIXED api:alice 3 60000 REFUND 2", "1 3 2 0 60000"},
 		},
 		run: limiter(parseKind(algo.KindFixed)),
 	},
@@ -160,14 +163,18 @@ var limitCommands = []*command{
 			{name: "max_burst", typ: "integer"},
 			{name: "count_per_period", typ: "integer"},
 			{name: "period_s", typ: "integer"},
-			{name: "quantity", typ: "integer", optional: true},
+			{name: "amount", typ: "oneof", optional: true, args: []arg{
+				{name: "quantity", typ: "integer"},
+				{name: "refund", typ: "integer", token: "REFUND"},
+			}},
 		},
 		doc: "A drop-in for the redis-cell module (and Dragonfly's built-in): same arguments, same " +
 			"GCRA, same reply. Field 1 is **limited** (0 = allowed, 1 = limited), times are in " +
 			"seconds rounded up, and `retry_after` is -1 when allowed. The emission interval is " +
 			"T = round(period_s·10^6 / count_per_period) µs (half up, at least 1), the state an " +
 			"integer of µs, and a schedule over 100 years is refused: " +
-			"`ERR (max_burst + 1) × period_s / count_per_period must be at most 100 years`.",
+			"`ERR (max_burst + 1) × period_s / count_per_period must be at most 100 years`. " +
+			"`REFUND n` (1 to 1000000000) in place of the quantity gives back n (see the rules above).",
 		examples: []example{
 			{"CL.THROTTLE user123 15 30 60", "0 16 15 -1 2"},
 		},
@@ -221,7 +228,7 @@ var limitCommands = []*command{
 		complexity: "O(n) in the rules, each as its own command",
 		args:       allArgs,
 		doc: "Each rule is an algorithm (FIXED, SLIDE, LOG, TOKEN, GCRA or LEAKY), then that command's " +
-			"key, limit and window_ms, then its options (COST, RATE, BURST, QUEUE), in any order; the " +
+			"key, limit and window_ms, then its options (COST, RATE, BURST, QUEUE, REFUND), in any order; the " +
 			"next algorithm word starts the next rule. At most 64 rules, each on its own key. `PEEK` " +
 			"may come among any rule's options and applies to the whole call. The reply is `allowed` " +
 			"(1 if every rule admits), then each rule's five fields in order. If every rule admits, " +
@@ -231,7 +238,9 @@ var limitCommands = []*command{
 			"third limit has not consumed from the first two. The store locks the rules' shards in " +
 			"ascending order and decides them all under those locks. Errors are the single commands' " +
 			"errors, plus `ERR RL.ALL names the same key in two rules`, `ERR RL.ALL takes at most 64 " +
-			"rules` and `ERR unknown algorithm ...`; nothing changes on any of them.",
+			"rules` and `ERR unknown algorithm ...`; nothing changes on any of them. A rule may give back " +
+			"with `REFUND n` instead of spending: a refund always admits, so a call of refunds alone gives " +
+			"back on every key at once.",
 		examples: []example{
 			{"RL.ALL FIXED user:frank 100 60000 TOKEN ip:10.0.0.1 2 1000", "1 [1 100 99 0 60000] [1 2 1 0 500]"},
 			{"RL.ALL FIXED user:frank 100 60000 TOKEN ip:10.0.0.1 2 1000", "1 [1 100 98 0 60000] [1 2 0 0 1000]"},

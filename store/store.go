@@ -231,6 +231,9 @@ func (s *Store) locate(key []byte, now int64) (*shard, uint32) {
 
 // Do decides one request on key and stores the new state: the whole call is atomic.
 // A key whose state is fresh again after the call is removed. r.Kind is not KindLease.
+// A request with Refund gives back what earlier calls spent (algo's refund.go), a
+// write replicated as any other; it is not counted in Stats' Allowed and Limited, and
+// on an absent key it changes nothing.
 func (s *Store) Do(key []byte, r algo.Request, now int64) (algo.Decision, error) {
 	if err := s.check(key, r); err != nil {
 		return algo.Decision{}, err
@@ -245,7 +248,9 @@ func (s *Store) Do(key []byte, r algo.Request, now int64) (algo.Decision, error)
 	if d.Write {
 		s.emit(sh, key, tag, now)
 	}
-	sh.count(r.Kind, d.Allowed)
+	if r.Refund == 0 {
+		sh.count(r.Kind, d.Allowed)
+	}
 	return d, nil
 }
 

@@ -173,6 +173,9 @@ func TestDoMatchesModel(t *testing.T) {
 				r := request(kind, 1+rng.Int64N(20), (1+rng.Int64N(500))*ms)
 				r.Cost = rng.Int64N(3)
 				r.Peek = rng.IntN(10) == 0
+				if rng.IntN(5) == 0 { // a refund: what the calls spent given back, in part or whole
+					r.Cost, r.Peek, r.Refund = 0, false, 1+rng.Int64N(2*r.Limit)
+				}
 				if kind == algo.KindThrottle {
 					r.Window = r.Window / ms * sec // CL.THROTTLE's period is whole seconds
 				}
@@ -679,5 +682,52 @@ func TestScanReturnsCopies(t *testing.T) {
 	keys[0][0] = 'X'
 	if _, got := s.Scan(0, 10, nil, 0, t0); !bytes.Equal(got[0], []byte("key")) {
 		t.Fatalf("the store's key changed to %q", got[0])
+	}
+}
+
+// TestRefund: a refund on an absent key creates nothing and sends nothing to the
+// backlog; one that gives back everything removes the key, and the replica's copy
+// with it; refunds are not counted as calls.
+func TestRefund(t *testing.T) {
+	for _, kind := range kinds {
+		s := newStore(t, Config{Shards: 1})
+		bl := NewBacklog(1<<16, 0)
+		s.SetBacklog(bl)
+		key := []byte("r")
+		r := request(kind, 5, sec)
+		if kind == algo.KindThrottle {
+			r.Limit = 4 // max_burst: 5 at once
+		}
+		back := r
+		back.Cost, back.Refund = 0, 3
+		if d, err := s.Do(key, back, t0); err != nil || d.Write || s.Exists(key, t0) {
+			t.Fatalf("%v: refund on an absent key = %+v, %v; exists %v", kind, d, err, s.Exists(key, t0))
+		}
+		if _, end := bl.Offsets(); end != 0 {
+			t.Fatalf("%v: a refund that changed nothing sent %d bytes", kind, end)
+		}
+		r.Cost = 4
+		spent, _ := s.Do(key, r, t0)
+		d, err := s.Do(key, back, t0)
+		if err != nil || !d.Write || d.Remaining != spent.Remaining+3 {
+			t.Fatalf("%v: refund 3 of 4 = %+v, %v; want remaining %d", kind, d, err, spent.Remaining+3)
+		}
+		back.Refund = 100
+		replica := newStore(t, Config{Shards: 2})
+		_, end := bl.Offsets()
+		data, _ := drain(t, bl, 0)
+		if _, err := replica.NewApplier(0).Apply(data, t0); err != nil || !replica.Exists(key, t0) {
+			t.Fatalf("%v: replica after %d bytes: %v, exists %v", kind, end, err, replica.Exists(key, t0))
+		}
+		if d, _ = s.Do(key, back, t0); !d.Write || s.Exists(key, t0) {
+			t.Fatalf("%v: refund of all = %+v, key still there: %v", kind, d, s.Exists(key, t0))
+		}
+		data, _ = drain(t, bl, end)
+		if _, err := replica.NewApplier(0).Apply(data, t0); err != nil || replica.Exists(key, t0) {
+			t.Fatalf("%v: the replica keeps the key refunded whole (%v)", kind, err)
+		}
+		if st := s.Stats(); st.Allowed[kind] != 1 || st.Limited[kind] != 0 {
+			t.Fatalf("%v: Stats count %d allowed, %d limited; want the one call", kind, st.Allowed[kind], st.Limited[kind])
+		}
 	}
 }

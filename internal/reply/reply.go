@@ -30,6 +30,7 @@ const (
 	AllUnknown  = "ERR unknown algorithm in RL.ALL: " + AllExpected
 	LeaseMs     = "ERR lease_ms must be an integer between 1 and 31536000000"
 	LeaseID     = "ERR lease id must be 1 to 128 bytes"
+	RefundAlone = "ERR REFUND takes neither COST nor PEEK"
 
 	// The 100-year bound on a schedule (algo.CheckSchedule), in each command's terms.
 	BurstSpan    = "ERR burst × window_ms / limit must be at most 100 years"
@@ -63,6 +64,7 @@ const (
 const (
 	limitUpTo   = "ERR limit must be an integer between 1 and "
 	costUpTo    = "ERR cost must be an integer between 0 and "
+	refundUpTo  = "ERR refund must be an integer between 1 and "
 	arityOf     = "ERR wrong number of arguments for '"
 	unknownAlgo = "ERR unknown algorithm '"
 )
@@ -73,6 +75,9 @@ func LimitUpTo(most string) string { return limitUpTo + most }
 
 // CostUpTo is the reply to a COST out of 0..most (limit·1000).
 func CostUpTo(most string) string { return costUpTo + most }
+
+// RefundUpTo is the reply to a REFUND out of 1..most (COST's bound).
+func RefundUpTo(most string) string { return refundUpTo + most }
 
 // Arity is Redis's reply to a wrong argument count for command, lower case.
 func Arity(command string) string { return arityOf + command + "' command" }
@@ -87,7 +92,7 @@ func UnknownAlgorithm(word string) string {
 var fixed = map[string]bool{
 	Syntax: true, Limit: true, Window: true, Rate: true, Burst: true, Queue: true, MaxBurst: true,
 	Count: true, Period: true, Quantity: true, UnknownKind: true, AllTooMany: true, AllUnknown: true,
-	LeaseMs: true, LeaseID: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
+	LeaseMs: true, LeaseID: true, RefundAlone: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
 	GCRAMaxBurst: true, GCRANotInt: true, GCRAPositive: true, GCRAFloat: true, GCRAPeriod: true,
 	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true, GCRASpan: true,
 	KeyTooLong: true, LogLimit: true, SameKey: true,
@@ -100,7 +105,7 @@ func BadRequest(msg string) bool {
 	switch {
 	case fixed[msg]:
 		return true
-	case strings.HasPrefix(msg, limitUpTo), strings.HasPrefix(msg, costUpTo):
+	case strings.HasPrefix(msg, limitUpTo), strings.HasPrefix(msg, costUpTo), strings.HasPrefix(msg, refundUpTo):
 		return true
 	case strings.HasPrefix(msg, arityOf) && strings.HasSuffix(msg, "' command"):
 		return true

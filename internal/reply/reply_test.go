@@ -10,6 +10,8 @@ func TestBadRequest(t *testing.T) {
 		{Syntax, true},
 		{LimitUpTo("100000"), true},
 		{CostUpTo("1000"), true},
+		{RefundUpTo("1000"), true},
+		{RefundAlone, true},
 		{Arity("rl.fixed"), true},
 		{UnknownAlgorithm("nope"), true},
 		{SameKey, true},
