@@ -3,6 +3,8 @@ package rls
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/rlserver/rlserver/policy"
@@ -26,8 +28,16 @@ func (g *grpcService) ShouldRateLimit(_ context.Context, in *pb.RateLimitRequest
 	return out, nil
 }
 
-// decide is ShouldRateLimit without its wire: the same for gRPC and /json.
-func (s *Server) decide(in *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+// decide is ShouldRateLimit without its wire: the same for gRPC and /json. A panic
+// in the engine fails the call, logged, not the server: grpc-go and net/http would
+// let it end the process or drop the connection, and every gateway with it.
+func (s *Server) decide(in *pb.RateLimitRequest) (out *pb.RateLimitResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.cfg.Logger.Error("rls: the engine panicked", "panic", p, "domain", in.GetDomain(), "stack", string(debug.Stack()))
+			out, err = nil, fmt.Errorf("%w: %v", errPanic, p)
+		}
+	}()
 	if !s.cfg.Serving() {
 		return nil, ErrNotPrimary
 	}

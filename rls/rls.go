@@ -41,6 +41,7 @@ const (
 var (
 	ErrMalformed  = errors.New("rls: malformed request")
 	ErrNotPrimary = errors.New("rls: this server is a replica; ask the primary")
+	errPanic      = errors.New("rls: internal error")
 )
 
 // Decider decides requests: *policy.Engine.
