@@ -319,3 +319,32 @@ func TestHealthFollowsRole(t *testing.T) {
 		t.Errorf("/healthcheck on a primary: %d %q", code, body)
 	}
 }
+
+// TestNegativeHits: is_negative_hits gives back what was spent, never above the
+// limit, on the real engine (envoyproxy/ratelimit ignores the field).
+func TestNegativeHits(t *testing.T) {
+	e, _ := newEngine(t, "domain: llm\ndescriptors:\n  - key: tokens\n    rate_limit: {unit: minute, requests_per_unit: 10}\n")
+	f := startFront(t, Config{Decider: e})
+	ask := func(hits uint64, negative bool) *pb.RateLimitResponse_DescriptorStatus {
+		t.Helper()
+		d := hitsOf(desc("tokens", "team-a"), hits)
+		d.IsNegativeHits = negative
+		resp, err := f.client.ShouldRateLimit(ctxT(t), &pb.RateLimitRequest{Domain: "llm", Descriptors: []*rlv3.RateLimitDescriptor{d}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Statuses[0]
+	}
+	if s := ask(8, false); s.Code != pb.RateLimitResponse_OK || s.LimitRemaining != 2 {
+		t.Fatalf("spend 8 of 10: %v", s)
+	}
+	if s := ask(5, true); s.Code != pb.RateLimitResponse_OK || s.LimitRemaining != 7 {
+		t.Errorf("give back 5: %v, want 7 remaining", s)
+	}
+	if s := ask(100, true); s.LimitRemaining != 10 {
+		t.Errorf("give back 100: %v, want 10 remaining (never above the limit)", s)
+	}
+	if s := ask(10, false); s.Code != pb.RateLimitResponse_OK || s.LimitRemaining != 0 {
+		t.Errorf("spend 10 after the refunds: %v", s)
+	}
+}
