@@ -201,11 +201,12 @@ func (s *Server) collectReplication(ch chan<- prometheus.Metric) {
 	}
 }
 
-// MetricsHandler serves the server's metrics, and the Go runtime's and the process's,
-// in Prometheus's text format: mount it on /metrics.
-func (s *Server) MetricsHandler() http.Handler {
+// MetricsHandler serves the server's metrics, the Go runtime's and the process's, and
+// extra's (the other fronts'), in Prometheus's text format: mount it on /metrics.
+func (s *Server) MetricsHandler(extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector{s}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

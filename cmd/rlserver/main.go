@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/internal/conffile"
 	"github.com/rlserver/rlserver/resp"
@@ -66,7 +67,11 @@ type options struct {
 	level        slog.Level
 	version      bool // -v, --version: print it and exit
 	cfg          resp.Config
+	gw           gatewayOptions // gateway.go
 }
+
+// getenv reads the environment for ratelimitEnv; tests replace it.
+var getenv = os.Getenv
 
 // parseFlags reads the command line: an optional config file first, then flags,
 // which win over the file. On error it has printed the message (and, for a bad
@@ -107,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var((*microsFlag)(&o.cfg.SlowlogLogSlowerThan), "slowlog-log-slower-than",
 		"`µs` from which a command enters SLOWLOG; 0: every command, negative: none")
 	fs.Var((*countFlag)(&o.cfg.SlowlogMaxLen), "slowlog-max-len", "`entries` SLOWLOG keeps")
+	gatewayFlags(fs, &o.gw)
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.version, "v", false, "print the version and exit")
 	fs.Usage = func() {
@@ -144,6 +150,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			fmt.Fprintln(stderr, "rlserver:", err)
 			return o, err
 		}
+	}
+	if err := ratelimitEnv(fs, getenv); err != nil {
+		fmt.Fprintln(stderr, "rlserver:", err)
+		return o, err
 	}
 	return o, nil
 }
@@ -231,6 +241,12 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 		// Serve below returns once Close has stopped both listeners.
 		go srv.ServeTLS(tlsLn)
 	}
+	gw, err := startGateway(ctx, srv, opts.gw, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer gw.Close()
 	if opts.metricsAddr != "" {
 		mln, err := net.Listen("tcp", opts.metricsAddr)
 		if err != nil {
@@ -238,7 +254,11 @@ func run(ctx context.Context, opts options, logger *slog.Logger) error {
 			return err
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", srv.MetricsHandler())
+		var extra []prometheus.Collector
+		if gw != nil {
+			extra = gw.collectors
+		}
+		mux.Handle("/metrics", srv.MetricsHandler(extra...))
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		logger.Info("metrics listening", "addr", mln.Addr().String(), "path", "/metrics")
 		go hs.Serve(mln)
