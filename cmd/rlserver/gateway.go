@@ -35,9 +35,9 @@ func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
 	fs.StringVar(&g.httpAddr, "http-addr", "", "`host:port` serving envoyproxy/ratelimit's /json, /healthcheck and /rlconfig; empty: off")
 	fs.BoolVar(&g.rlsTLS, "rls-tls", false, "serve -rls-addr and -http-addr over TLS, with -tls-cert and -tls-key")
 	fs.BoolVar(&g.headers, "rls-headers", false, "add RateLimit-Limit, -Remaining and -Reset to every RLS response (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
-	fs.StringVar(&g.names.Limit, "rls-header-limit", rls.DefaultHeaders.Limit, "`name` of the limit header of -rls-headers")
-	fs.StringVar(&g.names.Remaining, "rls-header-remaining", rls.DefaultHeaders.Remaining, "`name` of the remaining header of -rls-headers")
-	fs.StringVar(&g.names.Reset, "rls-header-reset", rls.DefaultHeaders.Reset, "`name` of the reset header of -rls-headers")
+	fs.StringVar(&g.names.Limit, "rls-header-limit", "", "`name` of the limit header of -rls-headers; empty: "+rls.DefaultHeaders.Limit)
+	fs.StringVar(&g.names.Remaining, "rls-header-remaining", "", "`name` of the remaining header of -rls-headers; empty: "+rls.DefaultHeaders.Remaining)
+	fs.StringVar(&g.names.Reset, "rls-header-reset", "", "`name` of the reset header of -rls-headers; empty: "+rls.DefaultHeaders.Reset)
 	fs.BoolVar(&g.shadowMode, "rls-shadow-mode", false, "answer OK overall whatever the limits, still counting (envoyproxy/ratelimit's SHADOW_MODE)")
 }
 
@@ -148,7 +148,11 @@ func startGateway(ctx context.Context, srv *resp.Server, g gatewayOptions, logge
 	engine := policy.NewEngine(srv.Store(), pol)
 	cfg := rls.Config{Decider: engine, Now: srv.Now, Serving: srv.Primary, Logger: logger, ShadowMode: g.shadowMode}
 	if g.headers {
-		cfg.Headers = g.names
+		cfg.Headers = rls.Headers{
+			Limit:     cmp.Or(g.names.Limit, rls.DefaultHeaders.Limit),
+			Remaining: cmp.Or(g.names.Remaining, rls.DefaultHeaders.Remaining),
+			Reset:     cmp.Or(g.names.Reset, rls.DefaultHeaders.Reset),
+		}
 	}
 	if g.rlsTLS {
 		if cfg.TLS = srv.TLSConfig(); cfg.TLS == nil {
