@@ -16,8 +16,25 @@ type undecoded struct {
 }
 
 // codec is grpc-go's proto codec, but for undecoded, whose error it keeps for the
-// handler instead of failing the call.
+// handler instead of failing the call, and for the messages go-control-plane
+// generates vtprotobuf code for (RateLimitResponse), marshalled by that code rather
+// than by reflection.
 type codec struct{ encoding.CodecV2 }
+
+// vtMarshaler is a message with vtprotobuf's generated marshalling.
+type vtMarshaler interface{ MarshalVTStrict() ([]byte, error) }
+
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(vtMarshaler)
+	if !ok {
+		return c.CodecV2.Marshal(v)
+	}
+	b, err := m.MarshalVTStrict()
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
 
 func newCodec() codec { return codec{encoding.GetCodecV2("proto")} }
 
