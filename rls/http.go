@@ -10,13 +10,13 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// httpHandler routes envoyproxy/ratelimit's HTTP endpoints. /check is kept for the
-// forward-auth front.
+// httpHandler routes envoyproxy/ratelimit's HTTP endpoints and /check.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/json", s.serveJSON)
 	mux.HandleFunc("/healthcheck", s.serveHealth)
 	mux.HandleFunc("GET /rlconfig", s.serveConfig)
+	mux.HandleFunc("/check", s.serveCheck)
 	return mux
 }
 

@@ -1,5 +1,6 @@
 // Package rls is rlserver's gateway front: Envoy's rate limit service (RLS v3) over
 // gRPC, envoyproxy/ratelimit's HTTP endpoints (/json, /healthcheck, /rlconfig), the
+// forward-auth endpoint /check of nginx, Caddy, Traefik and ext_authz, the
 // gRPC health service following the server's role, and server reflection. It
 // translates between the wire and package policy's Request and Response; the policy
 // engine decides, the store keeps the state.
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -75,6 +77,9 @@ type Config struct {
 	Logger     *slog.Logger
 	// Headers adds RateLimit-* headers to each response; zero: none.
 	Headers Headers
+	// TrustedProxies are the proxies whose X-Forwarded-For and X-Real-IP /check
+	// believes for remote_address; nil: loopback (action.Loopback).
+	TrustedProxies []netip.Prefix
 	// ShadowMode answers OK overall whatever the descriptors (envoyproxy/ratelimit's
 	// SHADOW_MODE); statuses still say OVER_LIMIT.
 	ShadowMode bool
@@ -112,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, stop: make(chan struct{})}
 	s.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rlserver_rls_requests_total",
-		Help: "ShouldRateLimit calls by front (grpc, http) and outcome (ok, over_limit, unknown, invalid, unavailable).",
+		Help: "Decisions asked by front (grpc, http, check) and outcome (ok, over_limit, unknown, invalid, unavailable).",
 	}, []string{"front", "outcome"})
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(s.calls); err != nil {
@@ -145,7 +150,7 @@ func (s *Server) ServeGRPC(ln net.Listener) error {
 	return err
 }
 
-// ServeHTTP answers /json, /healthcheck and /rlconfig on ln until Close.
+// ServeHTTP answers /json, /healthcheck, /rlconfig and /check on ln until Close.
 func (s *Server) ServeHTTP(ln net.Listener) error {
 	var err error
 	if s.cfg.TLS != nil {

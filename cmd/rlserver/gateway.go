@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/action"
 	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/rls"
@@ -27,17 +29,19 @@ type gatewayOptions struct {
 	headers    bool   // add RateLimit-* headers to each response
 	names      rls.Headers
 	shadowMode bool
+	trusted    string // -trusted-proxies: whose X-Forwarded-For /check believes
 }
 
 func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
 	fs.StringVar(&g.limits, "limits", "", "policy `path`: a YAML file, or a directory of *.yaml (envoyproxy/ratelimit's format), reloaded when it changes")
 	fs.StringVar(&g.rlsAddr, "rls-addr", "", "`host:port` serving Envoy's rate limit service (RLS v3, gRPC) with -limits; empty: off")
-	fs.StringVar(&g.httpAddr, "http-addr", "", "`host:port` serving envoyproxy/ratelimit's /json, /healthcheck and /rlconfig; empty: off")
+	fs.StringVar(&g.httpAddr, "http-addr", "", "`host:port` serving envoyproxy/ratelimit's /json, /healthcheck, /rlconfig and the forward-auth /check; empty: off")
 	fs.BoolVar(&g.rlsTLS, "rls-tls", false, "serve -rls-addr and -http-addr over TLS, with -tls-cert and -tls-key")
 	fs.BoolVar(&g.headers, "rls-headers", false, "add RateLimit-Limit, -Remaining and -Reset to every RLS response (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
 	fs.StringVar(&g.names.Limit, "rls-header-limit", "", "`name` of the limit header of -rls-headers; empty: "+rls.DefaultHeaders.Limit)
 	fs.StringVar(&g.names.Remaining, "rls-header-remaining", "", "`name` of the remaining header of -rls-headers; empty: "+rls.DefaultHeaders.Remaining)
 	fs.StringVar(&g.names.Reset, "rls-header-reset", "", "`name` of the reset header of -rls-headers; empty: "+rls.DefaultHeaders.Reset)
+	fs.StringVar(&g.trusted, "trusted-proxies", "127.0.0.0/8,::1", "`CIDR,...` of the proxies whose X-Forwarded-For and X-Real-IP /check believes for remote_address")
 	fs.BoolVar(&g.shadowMode, "rls-shadow-mode", false, "answer OK overall whatever the limits, still counting (envoyproxy/ratelimit's SHADOW_MODE)")
 }
 
@@ -139,8 +143,8 @@ func startGateway(ctx context.Context, srv *resp.Server, g gatewayOptions, logge
 		return nil, nil
 	}
 	var pol *policy.Policy
+	var err error
 	if g.limits != "" {
-		var err error
 		if pol, err = policy.Load(g.limits); err != nil {
 			return nil, err
 		}
@@ -153,6 +157,12 @@ func startGateway(ctx context.Context, srv *resp.Server, g gatewayOptions, logge
 			Remaining: cmp.Or(g.names.Remaining, rls.DefaultHeaders.Remaining),
 			Reset:     cmp.Or(g.names.Reset, rls.DefaultHeaders.Reset),
 		}
+	}
+	if cfg.TrustedProxies, err = action.ParsePrefixes(g.trusted); err != nil {
+		return nil, fmt.Errorf("-trusted-proxies: %w", err)
+	}
+	if cfg.TrustedProxies == nil {
+		cfg.TrustedProxies = []netip.Prefix{} // none given: none trusted
 	}
 	if g.rlsTLS {
 		if cfg.TLS = srv.TLSConfig(); cfg.TLS == nil {
