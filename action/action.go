@@ -13,7 +13,7 @@
 //
 // Of a gateway's auth subrequest (Options.Subrequest), the original request is told by
 // the headers gateways send: X-Forwarded-Method / X-Original-Method, X-Original-URI /
-// X-Forwarded-Uri / X-Forwarded-Prefix, X-Forwarded-Host / X-Original-Host (without
+// X-Forwarded-Uri / X-Forwarded-Prefix (or Options.URI), X-Forwarded-Host / X-Original-Host (without
 // them: the subrequest's method and host, and no path: the descriptor is dropped). Of
 // a service's own request (the middleware), the request itself: a client cannot
 // choose its key by sending those headers.
@@ -149,6 +149,9 @@ type Options struct {
 	// Subrequest: r is a gateway's auth subrequest, telling the original request in
 	// forwarding headers.
 	Subrequest bool
+	// URI, when not empty, is the original request's URI as the subrequest's own URL
+	// carries it (Envoy's ext_authz appends it to path_prefix): it wins over the headers.
+	URI string
 }
 
 // Build appends d's entries for r to dst and reports whether the descriptor applies:
@@ -174,7 +177,7 @@ func (d Descriptor) Build(dst []policy.Entry, r *http.Request, o Options) ([]pol
 			}
 		case path:
 			if v = r.URL.Path; o.Subrequest {
-				v, _, _ = strings.Cut(first(r.Header, "X-Original-Uri", "X-Forwarded-Uri", "X-Forwarded-Prefix"), "?")
+				v, _, _ = strings.Cut(cmp.Or(o.URI, first(r.Header, "X-Original-Uri", "X-Forwarded-Uri", "X-Forwarded-Prefix")), "?")
 			}
 			if v == "" {
 				return dst, false

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -61,7 +62,8 @@ var xNames = [3]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimi
 func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
 	req := policy.Request{Hits: 1}
 	refusal := http.StatusTooManyRequests
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	raw, uri := splitURI(r.URL.RawQuery)
+	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return req, 0, invalid("query: %v", err)
 	}
@@ -101,7 +103,7 @@ func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
 	if len(specs) == 0 {
 		return req, 0, invalid("no descriptor=")
 	}
-	opts := action.Options{Trusted: s.cfg.TrustedProxies, Subrequest: true}
+	opts := action.Options{Trusted: s.cfg.TrustedProxies, Subrequest: true, URI: uri}
 	if opts.Trusted == nil {
 		opts.Trusted = action.Loopback
 	}
@@ -121,6 +123,19 @@ func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
 		req.Descriptors = append(req.Descriptors, policy.Descriptor{Entries: entries[start:len(entries):len(entries)], Hits: req.Hits, HitsSet: hitsSet})
 	}
 	return req, refusal, nil
+}
+
+// splitURI cuts a last uri= off the query: the rest of it, raw, is the original
+// request's URI, which Envoy's ext_authz appends to its path_prefix
+// ("/check?domain=edge&descriptor=path&uri=" + "/a/b?x=1&y=2").
+func splitURI(raw string) (query, uri string) {
+	if rest, ok := strings.CutPrefix(raw, "uri="); ok {
+		return "", rest
+	}
+	if i := strings.Index(raw, "&uri="); i >= 0 {
+		return raw[:i], raw[i+len("&uri="):]
+	}
+	return raw, ""
 }
 
 // shorten keeps a reason one short line whatever the input's size.

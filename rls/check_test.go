@@ -103,6 +103,13 @@ func TestCheckActions(t *testing.T) {
 			t.Fatalf("%s: /once: %d", h, resp.StatusCode)
 		}
 	}
+	// Envoy's ext_authz: the original URI appended to path_prefix, after uri=.
+	if resp, _ := check(t, f.httpAddr, "domain=edge&descriptor=path&uri=/once?a=1&b=2"); resp.StatusCode != 429 {
+		t.Fatalf("uri=/once: %d, want 429 (the third /once)", resp.StatusCode)
+	}
+	if resp, _ := check(t, f.httpAddr, "domain=edge&descriptor=path&uri=/other?domain=x"); resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "" {
+		t.Fatalf("uri=/other: %d %v, want 200 without a rule", resp.StatusCode, resp.Header)
+	}
 	// No path header: the descriptor is dropped (the subrequest's own path is ours).
 	if resp, _ := check(t, f.httpAddr, "domain=edge&descriptor=path"); resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "" {
 		t.Fatalf("no path: %d", resp.StatusCode)

@@ -49,7 +49,38 @@ func TestNginx(t *testing.T) {
 	}
 	p := startProcess(t, dir, nil, bin, "-e", "stderr", "-p", dir, "-c", "nginx.conf", "-g", global)
 	p.waitListening(t, "127.0.0.1:"+port)
-	burst(t, "http://127.0.0.1:"+port+"/", "X-Forwarded-For", "203.0.113.7", "198.51.100.9", be, rl, true)
+	url := "http://127.0.0.1:" + port + "/"
+	burst(t, url, "X-Forwarded-For", "203.0.113.7", "198.51.100.9", be, rl, true)
+
+	// rlserver stopped: closed as it is, open with the README's two lines.
+	open := strings.SplitN(readmeBlock(t, "nginx-fail-open"), "\n", 2)
+	conf = substitute(t, conf, "error_page 403 = @limited;", "error_page 403 = @limited;\n"+open[0],
+		"        location @limited {", open[1]+"        location @limited {")
+	openPort := freePort(t)
+	conf = substitute(t, conf, "listen 127.0.0.1:"+port+";", "listen 127.0.0.1:"+openPort+";")
+	if err := os.WriteFile(filepath.Join(dir, "open.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	global = strings.Replace(global, "nginx.pid", "open.pid", 1)
+	startProcess(t, dir, nil, bin, "-e", "stderr", "-p", dir, "-c", "open.conf", "-g", global).waitListening(t, "127.0.0.1:"+openPort)
+	rl.stop()
+	failMode(t, url, http.StatusInternalServerError, "http://127.0.0.1:"+openPort+"/", be)
+}
+
+// failMode checks, rlserver stopped, that closed answers want and open passes the
+// request on to the backend.
+func failMode(t *testing.T, closed string, want int, open string, be *backend) {
+	t.Helper()
+	before := be.seen()
+	if resp, err := http.Get(closed + "?q=closed"); err != nil || resp.StatusCode != want {
+		t.Fatalf("rlserver down, fail closed: %v %v, want %d", resp, err, want)
+	}
+	if resp, err := http.Get(open + "?q=open"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("rlserver down, fail open: %v %v, want 200", resp, err)
+	}
+	if got := strings.TrimPrefix(be.seen(), before); got != "open " {
+		t.Fatalf("rlserver down: the backend saw %q, want the fail-open request only", got)
+	}
 }
 
 // TestCaddy runs the README's Caddyfile on Caddy 2.6, per API key: the same figures.
@@ -66,7 +97,24 @@ func TestCaddy(t *testing.T) {
 	env := []string{"HOME=" + dir, "XDG_DATA_HOME=" + dir, "XDG_CONFIG_HOME=" + dir}
 	p := startProcess(t, dir, env, bin, "run", "--config", "Caddyfile", "--adapter", "caddyfile")
 	p.waitListening(t, "127.0.0.1:"+port)
-	burst(t, "http://127.0.0.1:"+port+"/", "X-Api-Key", "k1", "k2", be, rl, false)
+	url := "http://127.0.0.1:" + port + "/"
+	burst(t, url, "X-Api-Key", "k1", "k2", be, rl, false)
+
+	// rlserver stopped: closed as it is, open with the README's handle_errors, on a
+	// second site of the same Caddy config (a second Caddy would share its admin lock).
+	openPort := freePort(t)
+	site := conf[strings.Index(conf, "\nhttp://"):]
+	site = substitute(t, site, "127.0.0.1:"+port, "127.0.0.1:"+openPort)
+	last := strings.LastIndex(site, "}")
+	site = site[:last] + substitute(t, readmeBlock(t, "caddy-fail-open"), readmeBackend, be.addr) + site[last:]
+	dir2 := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir2, "Caddyfile"), []byte(conf[:strings.Index(conf, "\nhttp://")]+site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env2 := []string{"HOME=" + dir2, "XDG_DATA_HOME=" + dir2, "XDG_CONFIG_HOME=" + dir2}
+	startProcess(t, dir2, env2, bin, "run", "--config", "Caddyfile", "--adapter", "caddyfile").waitListening(t, "127.0.0.1:"+openPort)
+	rl.stop()
+	failMode(t, url, http.StatusBadGateway, "http://127.0.0.1:"+openPort+"/", be)
 }
 
 // burst sends 8 requests with header hdr = first, then one with hdr = other, and
@@ -133,7 +181,11 @@ func requireGateway(t *testing.T, name string) string {
 type edge struct {
 	addr  string
 	conns atomic.Int64 // connections accepted
+	srv   *Server
 }
+
+// stop closes the front and its connections: the limiter is unreachable.
+func (e *edge) stop() { e.srv.http.Close() }
 
 type countingListener struct {
 	net.Listener
@@ -159,7 +211,7 @@ func startEdge(t *testing.T) *edge {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ed := &edge{addr: ln.Addr().String()}
+	ed := &edge{addr: ln.Addr().String(), srv: srv}
 	go srv.ServeHTTP(countingListener{ln, &ed.conns})
 	t.Cleanup(func() { srv.Close() })
 	return ed
