@@ -120,6 +120,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	if len(args) > 0 && args[0] == "rls" {
 		return runRLSBench(ctx, args[1:], w)
 	}
+	if len(args) > 0 && args[0] == "edge" {
+		return runEdgeBench(ctx, args[1:], w)
+	}
 	cfg, name, err := parseFlags(args)
 	if err != nil {
 		return err
