@@ -41,7 +41,7 @@ func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
 	fs.StringVar(&g.names.Limit, "rls-header-limit", "", "`name` of the limit header of -rls-headers; empty: "+rls.DefaultHeaders.Limit)
 	fs.StringVar(&g.names.Remaining, "rls-header-remaining", "", "`name` of the remaining header of -rls-headers; empty: "+rls.DefaultHeaders.Remaining)
 	fs.StringVar(&g.names.Reset, "rls-header-reset", "", "`name` of the reset header of -rls-headers; empty: "+rls.DefaultHeaders.Reset)
-	fs.StringVar(&g.trusted, "trusted-proxies", "127.0.0.0/8,::1", "`CIDR,...` of the proxies whose X-Forwarded-For and X-Real-IP /check believes for remote_address")
+	fs.StringVar(&g.trusted, "trusted-proxies", "", "`CIDR,...` of the proxies whose X-Forwarded-For and X-Real-IP /check believes for remote_address; empty: loopback (127.0.0.0/8,::1); none: no proxy")
 	fs.BoolVar(&g.shadowMode, "rls-shadow-mode", false, "answer OK overall whatever the limits, still counting (envoyproxy/ratelimit's SHADOW_MODE)")
 }
 
@@ -158,11 +158,14 @@ func startGateway(ctx context.Context, srv *resp.Server, g gatewayOptions, logge
 			Reset:     cmp.Or(g.names.Reset, rls.DefaultHeaders.Reset),
 		}
 	}
-	if cfg.TrustedProxies, err = action.ParsePrefixes(g.trusted); err != nil {
-		return nil, fmt.Errorf("-trusted-proxies: %w", err)
-	}
-	if cfg.TrustedProxies == nil {
-		cfg.TrustedProxies = []netip.Prefix{} // none given: none trusted
+	switch g.trusted {
+	case "": // rls's default: loopback
+	case "none":
+		cfg.TrustedProxies = []netip.Prefix{}
+	default:
+		if cfg.TrustedProxies, err = action.ParsePrefixes(g.trusted); err != nil {
+			return nil, fmt.Errorf("-trusted-proxies: %w", err)
+		}
 	}
 	if g.rlsTLS {
 		if cfg.TLS = srv.TLSConfig(); cfg.TLS == nil {
