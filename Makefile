@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server bench-client bench-replication soak experiments scale docs release clean
+.PHONY: build run test bench bench-server bench-client bench-rls bench-edge bench-replication soak experiments scale docs release clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -30,6 +30,20 @@ bench-server: build
 # through the middleware. The last line is the headline (README, "Go client").
 bench-client: build
 	$(GO) run ./cmd/rlbench client -rlserver-bin $(BIN)
+
+# Envoy's rate limit service: ShouldRateLimit/s of one descriptor over 100,000 users at 32
+# streams, rlserver -rls-addr against envoyproxy/ratelimit + redis-server (go install
+# github.com/envoyproxy/ratelimit/src/service_cmd@... first; .ci/run does), started here,
+# the servers on CPU 0 and the load on CPU 1 (taskset); then RSS per active descriptor value.
+bench-rls: build
+	$(GO) run ./cmd/rlbench rls -rlserver-bin $(BIN)
+
+# At the edge: a static file through nginx (1 worker) alone, with auth_request to
+# rlserver's /check (upstream keepalive), and with limit_req; nginx and rlserver on CPU 0,
+# the load generator on CPU 1 (taskset). Headline: the p50 auth_request adds, its share of
+# nginx alone's req/s.
+bench-edge: build
+	$(GO) run ./cmd/rlbench edge -rlserver-bin $(BIN)
 
 # Replication on loopback: redis-benchmark's RL.TOKEN -P 16 on a primary with 2 replicas
 # against one with none (same run), the replicas' lag under that load, and the failover

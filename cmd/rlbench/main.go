@@ -26,6 +26,11 @@
 // rlserver process it starts (make bench-client):
 //
 //	rlbench client [-rlserver-bin bin/rlserver] [-time 3s] [-goroutines 256]
+//
+// rls compares rlserver's Envoy rate limit service with envoyproxy/ratelimit on a
+// redis-server, both started here, pinned apart from the load (make bench-rls):
+//
+//	rlbench rls [-rlserver-bin bin/rlserver] [-time 10s] [-streams 32] [-users 100000]
 package main
 
 import (
@@ -111,6 +116,12 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "client" {
 		return runClientBench(ctx, args[1:], w)
+	}
+	if len(args) > 0 && args[0] == "rls" {
+		return runRLSBench(ctx, args[1:], w)
+	}
+	if len(args) > 0 && args[0] == "edge" {
+		return runEdgeBench(ctx, args[1:], w)
 	}
 	cfg, name, err := parseFlags(args)
 	if err != nil {

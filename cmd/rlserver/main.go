@@ -69,10 +69,13 @@ type options struct {
 	clusterNodes string
 	clusterSelf  int
 	level        slog.Level
-	version      bool   // -v, --version: print it and exit
-	limits       string // -limits: the policy file or directory; empty: none
+	version      bool // -v, --version: print it and exit
 	cfg          resp.Config
+	gw           gatewayOptions // gateway.go
 }
+
+// getenv reads the environment for ratelimitEnv; tests replace it.
+var getenv = os.Getenv
 
 // parseFlags reads the command line: an optional config file first, then flags,
 // which win over the file. On error it has printed the message (and, for a bad
@@ -115,7 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var((*microsFlag)(&o.cfg.SlowlogLogSlowerThan), "slowlog-log-slower-than",
 		"`µs` from which a command enters SLOWLOG; 0: every command, negative: none")
 	fs.Var((*countFlag)(&o.cfg.SlowlogMaxLen), "slowlog-max-len", "`entries` SLOWLOG keeps")
-	fs.StringVar(&o.limits, "limits", "", "policy `path`: a YAML file, or a directory of *.yaml, one domain each (envoyproxy/ratelimit's format), for RL.POLICY; reloaded when it changes; empty: none")
+	gatewayFlags(fs, &o.gw)
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.version, "v", false, "print the version and exit")
 	fs.Usage = func() {
@@ -154,6 +157,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			fmt.Fprintln(stderr, "rlserver:", err)
 			return o, err
 		}
+	}
+	if err := ratelimitEnv(fs, getenv); err != nil {
+		fmt.Fprintln(stderr, "rlserver:", err)
+		return o, err
 	}
 	return o, nil
 }
@@ -259,8 +266,8 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	}
 	// Last, after every front has returned: no command runs after the final snapshot.
 	defer func() { err = errors.Join(err, c.Close()) }()
-	if opts.limits != "" {
-		p, err := policy.Load(opts.limits)
+	if opts.gw.limits != "" {
+		p, err := policy.Load(opts.gw.limits)
 		if err != nil {
 			return err // the file, the descriptor's path and the reason
 		}
@@ -270,9 +277,15 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	if e := srv.Policy(); e != nil {
-		e.LoadResult(nil)
-		go policy.Watch(ctx, opts.limits, e, logger) // a file that does not load keeps the old policy
+	engine := srv.Policy() // RL.POLICY's, which the gateway fronts share
+	if engine != nil {
+		engine.LoadResult(nil)
+		c.Registry().MustRegister(engine.Collector())
+		go func() { // a file that does not load keeps the old policy
+			if err := policy.Watch(ctx, opts.gw.limits, engine, logger); err != nil {
+				logger.Error("policy not watched: changes need a restart", "path", opts.gw.limits, "err", err)
+			}
+		}()
 	}
 	if (opts.tlsAddr == "") != (opts.cfg.TLSCertFile == "") {
 		return errors.New("-tls-addr needs -tls-cert and -tls-key, and they need -tls-addr")
@@ -297,6 +310,14 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 		logger.Info("rlserver listening for TLS", "addr", tlsLn.Addr().String())
 		// Serve below returns once Close has stopped both listeners.
 		go srv.ServeTLS(tlsLn)
+	}
+	gw, err := startGateway(c, engine, opts.gw, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if gw != nil {
+		defer gw.Close()
 	}
 	if opts.metricsAddr != "" {
 		mln, err := net.Listen("tcp", opts.metricsAddr)

@@ -61,6 +61,10 @@ type Spec struct {
 	Password string   // for that PING, if the server requires one
 	Log      string   // the log file, appended to (a restart keeps the earlier lines)
 	Argv     []string // the program and its arguments
+	Env      []string // added to this process's environment
+	// Ready, when set, is what Start waits for instead of PING: nil once the server
+	// answers (for a server that speaks no RESP).
+	Ready func() error
 }
 
 // Start runs spec's program, its output appended to spec.Log, and waits up to 10 s
@@ -74,12 +78,19 @@ func Start(spec Spec) (*Proc, error) {
 	defer logFile.Close() // the child keeps its own descriptor
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if spec.Env != nil {
+		cmd.Env = append(os.Environ(), spec.Env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	p := &Proc{Name: spec.Name, Addr: spec.Addr, LogPath: spec.Log, cmd: cmd, exited: make(chan struct{})}
 	go func() { cmd.Wait(); close(p.exited) }()
-	if err := waitPing(spec.Addr, spec.Password, p.exited); err != nil {
+	wait := func() error { return waitPing(spec.Addr, spec.Password, p.exited) }
+	if spec.Ready != nil {
+		wait = func() error { return waitReady(spec.Ready, p.exited) }
+	}
+	if err := wait(); err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("%s at %s: %w: %s", spec.Name, spec.Addr, err, p.LogTail(2000))
 	}
@@ -91,12 +102,19 @@ func Start(spec Spec) (*Proc, error) {
 func waitPing(addr, password string, exited <-chan struct{}) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1})
 	defer rdb.Close()
+	return waitReady(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return rdb.Ping(ctx).Err()
+	}, exited)
+}
+
+// waitReady waits up to pingWait for ready to answer nil, giving up early once
+// exited is closed.
+func waitReady(ready func() error, exited <-chan struct{}) error {
 	var err error
 	for deadline := time.Now().Add(pingWait); ; {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = rdb.Ping(ctx).Err()
-		cancel()
-		if err == nil {
+		if err = ready(); err == nil {
 			return nil
 		}
 		select {
@@ -105,7 +123,7 @@ func waitPing(addr, password string, exited <-chan struct{}) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer to PING within %v (%v)", pingWait, err)
+			return fmt.Errorf("not ready within %v (%v)", pingWait, err)
 		}
 	}
 }

@@ -1,0 +1,193 @@
+package rls
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/rlserver/rlserver/action"
+	"github.com/rlserver/rlserver/policy"
+)
+
+// serveCheck is /check, the forward-auth endpoint of nginx's auth_request, Caddy's
+// forward_auth, Traefik's ForwardAuth, ingress-nginx's auth-url and Envoy's ext_authz:
+// it decides one request of domain= with one descriptor per descriptor= (package
+// action's words) and answers 200 with an empty body, or status= (429 by default)
+// with Retry-After; both with RateLimit-* and X-RateLimit-*. A request it refuses to
+// decide is 400 with a one-line reason and spends nothing.
+func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
+	req, refusal, err := s.checkRequest(r)
+	if err != nil {
+		s.checkFailed(w, err)
+		return
+	}
+	if len(req.Descriptors) == 0 { // every descriptor dropped, as Envoy: nothing to ask
+		s.count("check", nil, pb.RateLimitResponse_OK)
+		return
+	}
+	resp, err := s.decideCheck(req)
+	if err != nil {
+		s.checkFailed(w, err)
+		return
+	}
+	s.count("check", nil, pb.RateLimitResponse_Code(resp.Overall))
+	h := w.Header()
+	names := s.cfg.Headers
+	if names == (Headers{}) {
+		names = DefaultHeaders
+	}
+	for i, hv := range headers(resp, names) {
+		h.Set(hv.Key, hv.Value)
+		h.Set(xNames[i], hv.Value)
+	}
+	switch {
+	case resp.Overall == policy.CodeOverLimit && !s.cfg.ShadowMode:
+		h.Set("Retry-After", strconv.FormatInt(retryAfter(resp), 10))
+		w.WriteHeader(refusal)
+	case resp.Overall == policy.CodeUnknown:
+		http.Error(w, "rlserver: the engine decided nothing", http.StatusInternalServerError)
+	}
+}
+
+// xNames are the lessons' headers, in the order headers() gives theirs.
+var xNames = [3]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+
+// checkRequest reads /check's query, and the request it describes.
+func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
+	req := policy.Request{Hits: 1}
+	refusal := http.StatusTooManyRequests
+	raw, uri := splitURI(r.URL.RawQuery)
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return req, 0, invalid("query: %v", err)
+	}
+	specs := q["descriptor"]
+	if len(specs) > policy.MaxDescriptors {
+		return req, 0, invalid("%d descriptors, more than %d", len(specs), policy.MaxDescriptors)
+	}
+	hitsSet := false
+	for name, vs := range q {
+		if len(vs) != 1 && name != "descriptor" {
+			return req, 0, invalid("%s= given %d times", shorten(name), len(vs))
+		}
+		switch v := vs[0]; name {
+		case "descriptor":
+		case "domain":
+			req.Domain = v
+		case "hits":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil || n > policy.MaxHits {
+				return req, 0, invalid("hits=%q: want a whole number up to %d", shorten(v), uint64(policy.MaxHits))
+			}
+			req.Hits, hitsSet = n, true
+		case "status":
+			switch v {
+			case "429", "403", "401":
+				refusal, _ = strconv.Atoi(v)
+			default:
+				return req, 0, invalid("status=%q: want 429, 403 or 401", shorten(v))
+			}
+		default:
+			return req, 0, invalid("unknown parameter %q (domain, descriptor, hits, status)", shorten(name))
+		}
+	}
+	if req.Domain == "" {
+		return req, 0, invalid("domain= is missing")
+	}
+	if len(specs) == 0 {
+		return req, 0, invalid("no descriptor=")
+	}
+	opts := action.Options{Trusted: s.cfg.TrustedProxies, Subrequest: true, URI: uri}
+	if opts.Trusted == nil {
+		opts.Trusted = action.Loopback
+	}
+	var entries []policy.Entry
+	for i, spec := range specs {
+		d, err := action.Parse(spec)
+		if err != nil {
+			return req, 0, invalid("descriptor %d: %v", i, err)
+		}
+		start := len(entries)
+		var ok bool
+		if entries, ok = d.Build(entries, r, opts); !ok {
+			entries = entries[:start]
+			continue
+		}
+		// hits=0 checks without spending: RLS's hits_addend set to 0.
+		req.Descriptors = append(req.Descriptors, policy.Descriptor{Entries: entries[start:len(entries):len(entries)], Hits: req.Hits, HitsSet: hitsSet})
+	}
+	return req, refusal, nil
+}
+
+// splitURI cuts a last uri= off the query: the rest of it, raw, is the original
+// request's URI, which Envoy's ext_authz appends to its path_prefix
+// ("/check?domain=edge&descriptor=path&uri=" + "/a/b?x=1&y=2").
+func splitURI(raw string) (query, uri string) {
+	if rest, ok := strings.CutPrefix(raw, "uri="); ok {
+		return "", rest
+	}
+	if i := strings.Index(raw, "&uri="); i >= 0 {
+		return raw[:i], raw[i+len("&uri="):]
+	}
+	return raw, ""
+}
+
+// shorten keeps a reason one short line whatever the input's size.
+func shorten(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// decideCheck decides req as a primary; an engine panic is an error, not a crash.
+func (s *Server) decideCheck(req policy.Request) (resp policy.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.cfg.Logger.Error("rls: the engine panicked", "panic", p, "domain", req.Domain, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: %v", errPanic, p)
+		}
+	}()
+	if !s.cfg.Serving() {
+		return resp, ErrNotPrimary
+	}
+	return s.cfg.Decider.Decide(req, s.cfg.Now())
+}
+
+// checkFailed answers an error: the caller's 400, a replica's 503, else 500; each
+// with its reason on one line.
+func (s *Server) checkFailed(w http.ResponseWriter, err error) {
+	s.count("check", err, 0)
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, policy.ErrInvalidRequest):
+		code = http.StatusBadRequest
+	case errors.Is(err, ErrNotPrimary):
+		code = http.StatusServiceUnavailable
+	default:
+		s.cfg.Logger.Error("rls: /check failed", "err", err)
+	}
+	http.Error(w, err.Error(), code)
+}
+
+// retryAfter is the whole seconds, rounded up and at least 1, until every refused
+// descriptor admits again: never early.
+func retryAfter(r policy.Response) int64 {
+	var d time.Duration
+	for _, st := range r.Statuses {
+		if st.Code == policy.CodeOverLimit {
+			retry := st.RetryAfter
+			if retry == 0 { // a rule that tells only its reset
+				retry = st.ResetAfter
+			}
+			d = max(d, retry)
+		}
+	}
+	return max(1, int64((d+time.Second-1)/time.Second))
+}
