@@ -236,9 +236,6 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.ProtoMaxBulkLen == 0 {
 		cfg.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
 	}
-	if cfg.Shards == 0 {
-		cfg.Shards = store.DefaultShards
-	}
 	if cfg.MaxLogLimit == 0 {
 		cfg.MaxLogLimit = DefaultMaxLogLimit
 	}
@@ -254,6 +251,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err // the store names the setting and its range
 	}
+	cfg.Shards = st.Shards() // the store's default where 0 (CONFIG GET shards)
 	id := make([]byte, 20)
 	rand.Read(id)
 	s := &Server{

@@ -453,6 +453,9 @@ func (s *Store) Expire(now int64) int {
 	return int(n)
 }
 
+// Shards returns the number of shards, Config.Shards or DefaultShards.
+func (s *Store) Shards() int { return len(s.shards) }
+
 // Stats returns the store's counters, summed over the shards.
 func (s *Store) Stats() Stats {
 	var st Stats
