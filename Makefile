@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test bench bench-server bench-client bench-rls bench-edge bench-replication soak experiments scale docs release clean
+.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication soak experiments scale docs release clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -12,10 +12,30 @@ run: build
 	./$(BIN) -addr $(ADDR)
 
 # go vet, then every test under the race detector (the compat suite needs redis-server
-# on PATH; .ci/run installs it and sets RLSERVER_REQUIRE_REDIS=1 so it never skips).
+# on PATH; .ci/run installs it and sets RLSERVER_REQUIRE_REDIS=1 so it never skips), then
+# the store's and client's tests on the heap fallback, then the cross-compile matrix.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) test-heap cross
+
+# The store, the client and offheap with every array on the Go heap (internal/offheap's
+# heap.go, what Windows and wasm get), so that path is tested on Linux, not only compiled.
+test-heap:
+	$(GO) vet -tags rlserver_heap ./internal/offheap/ ./store/ ./client/
+	$(GO) test -race -count=1 -tags rlserver_heap ./internal/offheap/ ./store/ ./client/
+
+# Every package, command and test builds and vets on each platform (go vet compiles the
+# tests too): the client and middleware are imported by applications on macOS and Windows.
+CROSS_OS    := linux darwin windows freebsd
+CROSS_ARCHS := amd64 arm64
+
+cross:
+	@for os in $(CROSS_OS); do for arch in $(CROSS_ARCHS); do \
+		echo "cross $$os/$$arch"; \
+		GOOS=$$os GOARCH=$$arch $(GO) build ./... || exit 1; \
+		GOOS=$$os GOARCH=$$arch $(GO) vet ./... || exit 1; \
+	done; done
 
 # Engine benchmarks: bytes per key, ns/op per algorithm, GC pause.
 bench:
@@ -72,18 +92,20 @@ scale: build
 docs:
 	$(GO) test ./resp -run TestCommandsDoc -update
 
-# Static release binaries, the version stamped (rlserver --version, INFO): dist/rlserver-VERSION-linux-ARCH.
+# Static release binaries, the version stamped (rlserver --version, INFO):
+# dist/rlserver-VERSION-OS-ARCH for linux and darwin, amd64 and arm64.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+RELEASE_OS    := linux darwin
 RELEASE_ARCHS := amd64 arm64
 
 release:
 	@mkdir -p dist
-	@for arch in $(RELEASE_ARCHS); do \
-		out=dist/rlserver-$(VERSION)-linux-$$arch; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath \
+	@for os in $(RELEASE_OS); do for arch in $(RELEASE_ARCHS); do \
+		out=dist/rlserver-$(VERSION)-$$os-$$arch; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
 			-ldflags "-s -w -X github.com/rlserver/rlserver/resp.Version=$(VERSION)" -o $$out ./cmd/rlserver || exit 1; \
 		echo $$out; \
-	done
+	done; done
 
 clean:
 	rm -rf bin dist

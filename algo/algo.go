@@ -42,7 +42,19 @@ const (
 const LastKind = KindRedisGCRA
 
 // Request is one call, as package resp parses it from the wire (resp.ParseRequest).
-// Durations are in microseconds.
+// Durations are in microseconds. The numbers mean what each command's arguments mean,
+// so they read differently by Kind:
+//
+//	Kind               Limit       Window     Rate               Burst          Queue  Cost
+//	FIXED, SLIDE, LOG  limit       window     -                  -              -      COST
+//	TOKEN              capacity    window     RATE (0: Limit)    -              -      COST
+//	GCRA (RL.GCRA)     rate        window     -                  BURST (0: L)   -      COST
+//	GCRA (Redis GCRA)  max_burst   -          tokens_per_period  max_burst+1    -      TOKENS
+//	LEAKY              rate        window     -                  -              QUEUE  COST
+//	THROTTLE           max_burst   period     count_per_period   -              -      quantity
+//
+// Redis's GCRA command also sets Interval and Period (below); the other commands'
+// bounds are Range's.
 type Request struct {
 	Kind   Kind  // the command
 	Limit  int64 // L: the limit, the bucket's capacity (TOKEN), or max_burst (CL.THROTTLE, GCRA)

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -369,17 +368,15 @@ func TestBatchPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := redisPID(t, rdb)
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	resume := pauseProcess(t, pid)
 	resumed := false
 	defer func() {
 		if !resumed {
-			syscall.Kill(pid, syscall.SIGCONT)
+			resume()
 		}
 	}()
 	checkBudget(t, c, 64, 100*ms)
-	syscall.Kill(pid, syscall.SIGCONT)
+	resume()
 	resumed = true
 	for deadline := time.Now().Add(5 * sec); ; time.Sleep(10 * ms) {
 		_, err := c.Allow(ctx, "after", client.Fixed(10, sec))

@@ -289,7 +289,7 @@ func maxLogLimit(n int) (int64, error) {
 	switch {
 	case n == 0:
 		return store.DefaultMaxLogLimit, nil
-	case n < 0 || n > maxCount:
+	case n < 0 || int64(n) > maxCount:
 		return 0, fmt.Errorf("client: MaxLogLimit must be between 1 and %d (0: %d), got %d", maxCount, store.DefaultMaxLogLimit, n)
 	}
 	return int64(n), nil

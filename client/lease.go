@@ -61,7 +61,7 @@ func (c *Client) AcquireID(ctx context.Context, key, id string, limit int, ttl t
 }
 
 func (c *Client) acquire(ctx context.Context, key string, id []byte, limit int, ttl time.Duration) (*Lease, error) {
-	if limit < 1 || limit > maxCount {
+	if limit < 1 || int64(limit) > maxCount {
 		return nil, fmt.Errorf("%w: lease limit must be between 1 and %d, got %d", ErrBadLimit, maxCount, limit)
 	}
 	duration, err := leaseDuration(ttl)
@@ -129,7 +129,7 @@ func (l *Lease) Renew(ctx context.Context, ttl time.Duration) (bool, error) {
 
 // leaseDuration is ttl in µs, checked as the contract checks lease_ms.
 func leaseDuration(ttl time.Duration) (int64, error) {
-	if ttl < minWindowUnit || ttl > maxWindow || ttl%minWindowUnit != 0 {
+	if ttl < minWindow || ttl > maxWindow || ttl%minWindowUnit != 0 {
 		return 0, fmt.Errorf("%w: lease ttl must be a whole number of milliseconds from 1ms to %v (365 days), got %v",
 			ErrBadLimit, maxWindow, ttl)
 	}

@@ -7,14 +7,22 @@ import (
 	"github.com/rlserver/rlserver/algo"
 )
 
-// The ranges the wire contract accepts (docs/commands.md), checked here so
-// that every backend refuses the same limits with the same message, before any I/O.
-const (
-	maxCount      = 1_000_000_000 // limit, capacity, rate, burst, queue
-	maxWindow     = 365 * 24 * time.Hour
-	costPerUnit   = 1000 // a cost may reach limit·1000
-	minWindowUnit = time.Millisecond
+// The ranges the wire contract accepts (algo.Request.Range, as the server checks them),
+// checked here so that every backend refuses the same limits with the same message,
+// before any I/O.
+var (
+	_, maxCount          = algo.Request{}.Range(algo.ArgLimit) // limit, capacity, rate, burst, queue
+	minWindow, maxWindow = windowRange(algo.Request{})         // a window or a lease's TTL
 )
+
+// minWindowUnit is the grain of a window: the wire takes whole milliseconds.
+const minWindowUnit = time.Millisecond
+
+// windowRange is r's window range as durations.
+func windowRange(r algo.Request) (lo, hi time.Duration) {
+	l, h := r.Range(algo.ArgWindow)
+	return time.Duration(l) * time.Microsecond, time.Duration(h) * time.Microsecond
+}
 
 // Limit is one rate limit: an algorithm and its parameters. Build it with Fixed, Slide,
 // Log, Token, TokenRate, GCRA or Leaky; the zero Limit is invalid. A Limit is a small
@@ -100,24 +108,27 @@ func (l Limit) Validate() error {
 		return fmt.Errorf("%w: the zero Limit; build one with Fixed, Slide, Log, Token, TokenRate, GCRA or Leaky", ErrBadLimit)
 	}
 	name := l.kind.Command()
-	if l.n < 1 || l.n > maxCount {
-		return fmt.Errorf("%w: %s %s must be between 1 and %d, got %d", ErrBadLimit, name, countName[l.kind], maxCount, l.n)
+	r := l.request(0, false)
+	if lo, hi := r.Range(algo.ArgLimit); l.n < lo || l.n > hi {
+		return fmt.Errorf("%w: %s %s must be between %d and %d, got %d", ErrBadLimit, name, countName[l.kind], lo, hi, l.n)
 	}
-	if l.per < minWindowUnit || l.per > maxWindow || l.per%minWindowUnit != 0 {
-		return fmt.Errorf("%w: %s window must be a whole number of milliseconds from 1ms to %v (365 days), got %v",
-			ErrBadLimit, name, maxWindow, l.per)
+	if lo, hi := windowRange(r); l.per < lo || l.per > hi || l.per%minWindowUnit != 0 {
+		return fmt.Errorf("%w: %s window must be a whole number of milliseconds from %v to %v (365 days), got %v",
+			ErrBadLimit, name, lo, hi, l.per)
 	}
-	var lo int64
+	var arg algo.Arg
 	switch l.kind {
-	case algo.KindToken, algo.KindGCRA:
-		lo = 1
+	case algo.KindToken:
+		arg = algo.ArgRate
+	case algo.KindGCRA:
+		arg = algo.ArgBurst
 	case algo.KindLeaky:
-		lo = 0
+		arg = algo.ArgQueue
 	default:
 		return nil
 	}
-	if l.option < lo || l.option > maxCount {
-		return fmt.Errorf("%w: %s %s must be between %d and %d, got %d", ErrBadLimit, name, optionName[l.kind], lo, maxCount, l.option)
+	if lo, hi := r.Range(arg); l.option < lo || l.option > hi {
+		return fmt.Errorf("%w: %s %s must be between %d and %d, got %d", ErrBadLimit, name, optionName[l.kind], lo, hi, l.option)
 	}
 	if err := l.request(0, false).CheckSchedule(); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBadLimit, name, err)
@@ -148,8 +159,8 @@ func (l Limit) request(n int64, peek bool) algo.Request {
 
 // checkCost reports a cost out of the contract's range for l, wrapping ErrBadLimit.
 func (l Limit) checkCost(n int) error {
-	if n < 0 || int64(n) > l.n*costPerUnit {
-		return fmt.Errorf("%w: %s cost must be between 0 and %d, got %d", ErrBadLimit, l.kind.Command(), l.n*costPerUnit, n)
+	if lo, hi := l.request(0, false).Range(algo.ArgCost); int64(n) < lo || int64(n) > hi {
+		return fmt.Errorf("%w: %s cost must be between %d and %d, got %d", ErrBadLimit, l.kind.Command(), lo, hi, n)
 	}
 	if err := l.request(int64(n), false).CheckSchedule(); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBadLimit, l.kind.Command(), err)

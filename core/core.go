@@ -146,9 +146,6 @@ func New(cfg Config) (*Core, error) {
 	if cfg.SnapshotInterval == 0 {
 		cfg.SnapshotInterval = DefaultSnapshotInterval
 	}
-	if cfg.Shards == 0 {
-		cfg.Shards = store.DefaultShards
-	}
 	if cfg.MaxLogLimit == 0 {
 		cfg.MaxLogLimit = DefaultMaxLogLimit
 	}
@@ -164,6 +161,7 @@ func New(cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err // the store names the setting and its range
 	}
+	cfg.Shards = st.Shards() // the store's default where 0 (CONFIG GET shards)
 	id := make([]byte, 20)
 	rand.Read(id)
 	c := &Core{cfg: cfg, log: cfg.Logger, store: st, tls: tlsConfig, runID: hex.EncodeToString(id),

@@ -79,6 +79,9 @@ const rateLimitIntro = "Every `RL.*` command answers an array of five integers, 
 	"| 4 | retry_after_ms | 0 when allowed; when limited, ms until the same request would be allowed; -1 if it never can (cost > limit) |\n" +
 	"| 5 | reset_after_ms | ms until the key is back to its fresh state; 0 if it already is |\n\n" +
 	"Rules shared by all of them:\n\n" +
+	"- A key is **fresh** when its state is back at its initial state, as if it had never been called " +
+	"(remaining full, nothing to wait for): it then answers as an absent key does, and it goes by itself " +
+	"at that moment. `reset_after_ms`, `PTTL` and `TTL` are the time until then.\n" +
 	"- The server's clock decides; a client never sends the time. Arguments and replies are in " +
 	"milliseconds; state keeps microseconds, so rates above 1000/s work.\n" +
 	"- Durations in replies are rounded **up**: a client that waits the time it was told and retries " +

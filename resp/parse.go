@@ -9,15 +9,6 @@ import (
 	"github.com/rlserver/rlserver/algo"
 )
 
-// Argument ranges. Every bound keeps the arithmetic far from overflow: limit·1000 and
-// window_ms·1000 fit easily in int64, and CL.THROTTLE's period_s·1e6 stays a year.
-const (
-	maxLimit    = 1_000_000_000  // limit, RATE, BURST, QUEUE, max_burst, count_per_period, quantity
-	maxWindowMs = 31_536_000_000 // window_ms: one year
-	maxPeriodS  = 31_536_000     // period_s: one year
-	costPerUnit = 1000           // COST may reach limit·1000
-)
-
 // ParseRequest reads the arguments of an RL.* command or CL.THROTTLE that follow the
 // key (positional, then options in any order, case-insensitive, the last of a repeated
 // option winning) and validates them. Errors are Redis error replies, whole, e.g.
@@ -42,18 +33,19 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 		return algo.Request{}, arityError(kind)
 	}
 	r := algo.Request{Kind: kind, Cost: 1}
-	maxL := int64(maxLimit)
+	minL, maxL := r.Range(algo.ArgLimit) // every bound is algo's (Request.Range)
 	if kind == algo.KindLog {
-		maxL = min(maxLogLimit, maxLimit)
+		maxL = min(maxLogLimit, maxL)
 	}
 	var ok bool
-	if r.Limit, ok = parseRange(args[0], 1, maxL); !ok {
+	if r.Limit, ok = parseRange(args[0], minL, maxL); !ok {
 		if kind == algo.KindLog {
 			return algo.Request{}, limitError(maxL)
 		}
 		return algo.Request{}, errLimit
 	}
-	ms, ok := parseRange(args[1], 1, maxWindowMs)
+	minW, maxW := r.Range(algo.ArgWindow)
+	ms, ok := parseRange(args[1], minW/1000, maxW/1000)
 	if !ok {
 		return algo.Request{}, errWindow
 	}
@@ -67,22 +59,23 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 			continue
 		}
 		var dst *int64
-		var lo, hi int64
+		var arg algo.Arg
 		var bad error
 		switch {
 		case bytes.EqualFold(opt, []byte("COST")):
-			dst, lo, hi, costGiven = &r.Cost, 0, r.Limit*costPerUnit, true
+			dst, arg, costGiven = &r.Cost, algo.ArgCost, true
 		case bytes.EqualFold(opt, []byte("REFUND")):
-			dst, lo, hi = &r.Refund, 1, r.Limit*costPerUnit
+			dst, arg = &r.Refund, algo.ArgRefund
 		case kind == algo.KindToken && bytes.EqualFold(opt, []byte("RATE")):
-			dst, lo, hi, bad = &r.Rate, 1, maxLimit, errRate
+			dst, arg, bad = &r.Rate, algo.ArgRate, errRate
 		case kind == algo.KindGCRA && bytes.EqualFold(opt, []byte("BURST")):
-			dst, lo, hi, bad = &r.Burst, 1, maxLimit, errBurst
+			dst, arg, bad = &r.Burst, algo.ArgBurst, errBurst
 		case kind == algo.KindLeaky && bytes.EqualFold(opt, []byte("QUEUE")):
-			dst, lo, hi, bad = &r.Queue, 0, maxLimit, errQueue
+			dst, arg, bad = &r.Queue, algo.ArgQueue, errQueue
 		default:
 			return algo.Request{}, errBadSyntax
 		}
+		lo, hi := r.Range(arg)
 		if i+1 == len(args) {
 			return algo.Request{}, errBadSyntax // the option's value is missing
 		}
@@ -117,25 +110,30 @@ func parseThrottle(args [][]byte) (algo.Request, error) {
 	}
 	r := algo.Request{Kind: algo.KindThrottle, Cost: 1, Cell: true}
 	var ok bool
-	if r.Limit, ok = parseRange(args[0], 0, maxLimit); !ok {
+	lo, hi := r.Range(algo.ArgLimit) // every bound is algo's (Request.Range)
+	if r.Limit, ok = parseRange(args[0], lo, hi); !ok {
 		return algo.Request{}, errMaxBurst
 	}
-	if r.Rate, ok = parseRange(args[1], 1, maxLimit); !ok {
+	lo, hi = r.Range(algo.ArgRate)
+	if r.Rate, ok = parseRange(args[1], lo, hi); !ok {
 		return algo.Request{}, errCount
 	}
-	period, ok := parseRange(args[2], 1, maxPeriodS)
+	lo, hi = r.Range(algo.ArgWindow)
+	period, ok := parseRange(args[2], lo/1_000_000, hi/1_000_000)
 	if !ok {
 		return algo.Request{}, errPeriod
 	}
 	r.Window = period * 1_000_000
 	switch {
 	case refund:
-		if r.Refund, ok = parseRange(args[4], 1, maxLimit); !ok {
-			return algo.Request{}, refundError(maxLimit)
+		lo, hi = r.Range(algo.ArgRefund)
+		if r.Refund, ok = parseRange(args[4], lo, hi); !ok {
+			return algo.Request{}, refundError(hi)
 		}
 		r.Cost = 0
 	case len(args) == 4:
-		if r.Cost, ok = parseRange(args[3], 0, maxLimit); !ok {
+		lo, hi = r.Range(algo.ArgCost)
+		if r.Cost, ok = parseRange(args[3], lo, hi); !ok {
 			return algo.Request{}, errQuantity
 		}
 	}

@@ -16,7 +16,8 @@ func ParseAcquire(args [][]byte, maxLogLimit int64) (algo.LeaseRequest, error) {
 		return algo.LeaseRequest{}, arityError(algo.KindLease)
 	}
 	var r algo.LeaseRequest
-	maxL := min(maxLogLimit, maxLimit)
+	_, maxL := algo.Request{Kind: algo.KindLease}.Range(algo.ArgLimit)
+	maxL = min(maxLogLimit, maxL)
 	var ok bool
 	if r.Limit, ok = parseRange(args[0], 1, maxL); !ok {
 		return algo.LeaseRequest{}, limitError(maxL)
@@ -52,6 +53,7 @@ func parseRenew(args [][]byte) (id []byte, duration int64, err error) {
 
 // parseLeaseMs reads lease_ms, 1 ms to a year, and returns it in µs.
 func parseLeaseMs(b []byte) (int64, bool) {
-	ms, ok := parseRange(b, 1, maxWindowMs)
+	lo, hi := algo.Request{Kind: algo.KindLease}.Range(algo.ArgWindow)
+	ms, ok := parseRange(b, lo/1000, hi/1000)
 	return ms * 1000, ok
 }

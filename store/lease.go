@@ -129,7 +129,8 @@ func (sh *shard) writeLeases(key []byte, tag uint32, pos int, slot uint32, lease
 			return err
 		}
 	}
-	encodeLeases(sh.placeTail(key, tag, pos, slot, algo.KindLease, base, size, leases[len(leases)-1].Deadline), leases, base)
+	at := keyAt{key: key, tag: tag, pos: pos, slot: slot}
+	encodeLeases(sh.placeTail(at, tail{kind: algo.KindLease, base: base, size: size, freshAt: leases[len(leases)-1].Deadline}), leases, base)
 	return nil
 }
 

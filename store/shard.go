@@ -380,18 +380,38 @@ func (sh *shard) appendLog(slot uint32, old storedLog, entries []algo.LogEntry, 
 // code rather than an escaped one.
 func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries []algo.LogEntry, freshAt int64, k uint) {
 	h := logHeader(entries, k)
-	encodeLog(sh.placeTail(key, tag, pos, slot, algo.KindLog, entries[0].TS, logSize(entries, h), freshAt), entries, h)
+	at := keyAt{key: key, tag: tag, pos: pos, slot: slot}
+	encodeLog(sh.placeTail(at, tail{kind: algo.KindLog, base: entries[0].TS, size: logSize(entries, h), freshAt: freshAt}), entries, h)
 }
 
-// placeTail makes room for a hasTail state of size bytes after key, created if pos < 0
-// (the caller has made room), and returns those bytes for the caller to encode into:
-// a = base, b = size, the deadline freshAt. A state that outgrows its chunk moves to
-// the class that fits; one that shrinks to two classes below moves down, so that a
+// keyAt is where a key is in its shard: its index tag, its index position (< 0 when
+// the key is not stored yet) and, when stored, its record's slot.
+type keyAt struct {
+	key  []byte
+	tag  uint32
+	pos  int
+	slot uint32
+}
+
+// tail is a hasTail state (a log, a lease set) to place after its key: its kind, word
+// a (base), its encoded size in bytes and its deadline.
+type tail struct {
+	kind    algo.Kind
+	base    int64
+	size    int
+	freshAt int64
+}
+
+// placeTail makes room for t's size bytes after at.key, created if at.pos < 0 (the
+// caller has made room), and returns those bytes for the caller to encode into:
+// a = t.base, b = t.size, the deadline t.freshAt. A state that outgrows its chunk moves
+// to the class that fits; one that shrinks to two classes below moves down, so that a
 // state hovering at a class boundary does not move on every call.
-func (sh *shard) placeTail(key []byte, tag uint32, pos int, slot uint32, kind algo.Kind, base int64, size int, freshAt int64) []byte {
+func (sh *shard) placeTail(at keyAt, t tail) []byte {
+	key, slot, size := at.key, at.slot, t.size
 	need := len(key) + size
-	if pos < 0 {
-		slot = sh.create(key, tag, kind, placementFor(len(key), kind, 0, 0, 0, size))
+	if at.pos < 0 {
+		slot = sh.create(key, at.tag, t.kind, placementFor(len(key), t.kind, 0, 0, 0, size))
 	}
 	e := sh.at(slot)
 	c, chunk, _ := e.spill()
@@ -403,7 +423,7 @@ func (sh *shard) placeTail(key []byte, tag uint32, pos int, slot uint32, kind al
 		c, chunk = moved, to
 		e.setSpill(c, chunk, len(key))
 	}
-	sh.put(slot, uint64(base), uint64(size), freshAt)
+	sh.put(slot, uint64(t.base), uint64(size), t.freshAt)
 	return sh.chunks.bytes(c, chunk)[len(key):need]
 }
 

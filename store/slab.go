@@ -53,8 +53,9 @@ type tatRecord struct {
 	key  [6]byte
 }
 
-// The compact forms' records below keep the key's length + 1 at byte 18 (0 on a free
-// record) and the key from byte 19: their kind is their form's.
+// The compact forms' records below keep the key's length + 1 in keyLen (0 on a free
+// record), at the same offset in every form (compactKeyLenAt), and the key right after
+// it: their kind is their form's.
 
 // fixedRecord is RL.FIXED's record.
 type fixedRecord struct {

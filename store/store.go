@@ -2,65 +2,25 @@
 // algorithm's state (one algo.Kind: the six RL.* limiters, CL.THROTTLE, or a lease set
 // of RL.ACQUIRE), in memory the garbage collector never has to scan.
 //
-// Keys are spread over a power-of-two number of shards by their xxh3 hash. Each shard
-// has one mutex, and a command's whole read-decide-write happens under it, so every
-// command is atomic. RL.ALL (DoAll) takes the mutexes of all its keys' shards, in
-// ascending shard index so that calls sharing shards cannot deadlock, decides every
-// rule, and writes only if all admit.
+// Keys are spread over a power-of-two number of shards by their hash. Each shard has
+// one mutex, and a command's whole read-decide-write happens under it, so every command
+// is atomic. RL.ALL (DoAll) takes the mutexes of all its keys' shards in ascending
+// shard index, so that calls sharing shards cannot deadlock, and writes only if every
+// rule admits.
 //
-// Within a shard nothing holds a pointer per key (the layout of
-// VictoriaMetrics/fastcache). A key is one fixed-size record (slab.go): its state, its
-// exact deadline (µs) or what gives it, its kind and, when it fits, the key itself, in
-// a slab of records of one form and stride (16 to 64 bytes). Each kind but RL.LOG and
-// leases has a compact form, so a 13-byte key takes 24 bytes (GCRA, LEAKY, THROTTLE)
-// or 32 (FIXED, SLIDE, TOKEN); a state its compact form cannot hold takes a wide
-// record, 40. Longer keys, and RL.LOG's log and a lease set after their key, are in
-// size-class chunks carved from 16 KiB pages (chunks.go). An open-addressing index of
-// 5-byte buckets (Robin Hood, index.go) maps a key's hash to its record. Each slab has
-// a timing wheel (package ttl) with one id per 16 records, due at the earliest of their
-// deadlines: the wheel costs 1 byte a key instead of 16, and a group that comes due is
-// scanned whole.
-// A key is removed when its state is fresh again: lookups treat a key whose deadline
-// has passed as absent right away, and the wheels remove it within a millisecond of
-// activity on its shard, or at the next Expire.
+// Within a shard nothing holds a pointer per key: a key is one fixed-size record in a
+// slab (slab.go), longer keys, logs and lease sets are in chunks of pages (chunks.go),
+// an open-addressing index maps a key's hash to its record (index.go), and each slab
+// has a timing wheel (package ttl). The arrays live off the Go heap where the platform
+// allows (internal/offheap).
 //
-// All of that memory is mapped off the Go heap (internal/offheap): the collector never
-// scans it, no GOGC headroom doubles it, an array that grows is unmapped as soon as it
-// is copied, and capacity not yet used is not resident. Users measure RSS, and on the
-// Go heap a store of 70 B a key had cost them 130-150 B.
+// A key is removed when its state is fresh, that is back at its initial state, so that
+// it answers as an absent key would: lookups treat a key whose deadline has passed as
+// absent right away, and the wheels remove it within a millisecond of activity on its
+// shard, or at the next Expire.
 //
-// What a counter or bucket key costs, by construction, with a 13-byte name:
-//
-//	record   24 or 32 B  the state, the deadline or what gives it, the key's length, the key
-//	index     5.6-6.9 B  one 5-byte bucket at load 0.72-0.9 (map[uint64]uint32: 36 B)
-//	wheel     1   B  16 bytes (deadline, two links) per group of 16 records
-//	slack     0-5 B  a slab grows by an eighth; capacity not yet touched is not resident
-//
-// At 1M keys over 64 shards each shard's index has 18803 buckets, 6.0 B a key, where
-// 8-byte buckets took 9.6. The README's memory section has the measured figures
-// against Redis and the commands that reproduce them. Going lower would mean open
-// addressing straight over the records, which the wheel's stable record numbers and
-// SCAN's cursor rule out for now.
-//
-// RL.LOG's log and a lease set live in the key's chunk after the key (shard.placeTail):
-// word a holds the first entry's time or the first lease's deadline, b the encoded
-// length. A log of 100 entries 30 s apart is 323 bytes (logcodec.go): with its 13-byte
-// key in a 352-byte chunk, the record and the index, 444-452 B of RSS a key at 100k
-// keys, 559-576 at 20k (TestMemoryPerUser, 3 runs each).
-// A lease key's deadline is its last lease's, so a lease never released ends by itself
-// and the key goes with its last lease.
-//
-// A Go map[string]*state costs about the store's bytes, but is 20M pointers at 10M
-// keys: a full GC has to mark them all, where the store gives it nothing to mark
-// (BenchmarkGC10M).
-//
-// Memory is reused, and given back in three ways: key, log and lease chunks are carved
-// from 16 KiB pages, and the empty pages at the end of a size class go back to the OS
-// (madvise MADV_DONTNEED); a shard whose last key has gone unmaps its slabs, index and
-// wheels at the next Expire; Flush unmaps everything. Otherwise the slabs, the index and
-// the wheels' arrays keep their largest size, and freed records and buckets are reused.
-//
-// All times are µs since the Unix epoch, passed in by the caller.
+// All times are µs since the Unix epoch, passed in by the caller. docs/design.md has
+// the design at length and the figures, each with the test that reproduces it.
 package store
 
 import (
@@ -110,7 +70,6 @@ const (
 	maxShards   = 1 << 16
 	maxLogLimit = 10_000_000 // a full log of this many entries is ~30 MB
 	maxKeyLen   = 1<<28 - 1  // the key length field of an entry
-	kindShift   = 28         // four kind bits above it: kinds 1 to 9 and room for 6 more
 	kindCount   = int(algo.LastKind) + 1
 )
 
@@ -457,6 +416,9 @@ func (s *Store) Expire(now int64) int {
 	}
 	return int(n)
 }
+
+// Shards returns the number of shards, Config.Shards or DefaultShards.
+func (s *Store) Shards() int { return len(s.shards) }
 
 // Stats returns the store's counters, summed over the shards.
 func (s *Store) Stats() Stats {

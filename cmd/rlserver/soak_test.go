@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -283,24 +282,6 @@ func readSoakReply(r *bufio.Reader) ([]byte, error) {
 		line = append(line, more...)
 	}
 	return line, nil
-}
-
-// raiseFileLimit lifts the soft limit on open files toward want (the server, started
-// after, inherits it), and skips when the hard limit is too low.
-func raiseFileLimit(t *testing.T, want int) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	if lim.Cur < uint64(want) {
-		lim.Cur = min(uint64(want), lim.Max)
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if lim.Cur < uint64(want) {
-		t.Skipf("open files limited to %d, the soak needs %d", lim.Cur, want)
-	}
 }
 
 // binaryServer is rlserver running as a child process.

@@ -1,0 +1,58 @@
+package algo
+
+// Arg names an argument of a rate-limiting request, for Range.
+type Arg uint8
+
+// The arguments whose range the wire contract fixes (docs/commands.md).
+const (
+	ArgLimit  Arg = iota // Limit: limit, capacity, rate (GCRA, LEAKY), max_burst (CL.THROTTLE)
+	ArgWindow            // Window, µs: window_ms·1000, or CL.THROTTLE's period_s·1e6
+	ArgRate              // Rate: RL.TOKEN's RATE, CL.THROTTLE's count_per_period
+	ArgBurst             // Burst: RL.GCRA's BURST
+	ArgQueue             // Queue: RL.LEAKY's QUEUE
+	ArgCost              // Cost: COST, CL.THROTTLE's quantity
+	ArgRefund            // Refund: REFUND, what is given back
+)
+
+// The contract's bounds. Each keeps the arithmetic far from overflow: a count·1000 and
+// a year in µs fit easily in int64.
+const (
+	maxCount    = 1_000_000_000      // every count
+	maxWindow   = 31_536_000_000_000 // µs: a window or period of one year
+	costPerUnit = 1000               // COST may reach Limit·costPerUnit
+)
+
+// Range is the closed range [lo, hi] that argument a of a request of r.Kind may take,
+// the one rule every front checks its arguments by (the RESP parser, the Go client).
+// Counts are 1 to 1e9 (QUEUE and CL.THROTTLE's max_burst and quantity from 0); a window
+// is 1 ms to a year of whole ms, CL.THROTTLE's period 1 s to a year of whole s; COST is
+// 0 to Limit·1000 and REFUND 1 to Limit·1000 (CL.THROTTLE's 1 to 1e9), so they read r.Limit. RL.LOG's limit is capped lower by
+// the store's MaxLogLimit, a setting of the server, not of the contract.
+func (r Request) Range(a Arg) (lo, hi int64) {
+	throttle := r.Kind == KindThrottle
+	switch a {
+	case ArgLimit:
+		if throttle {
+			return 0, maxCount
+		}
+		return 1, maxCount
+	case ArgWindow:
+		if throttle {
+			return 1e6, maxWindow
+		}
+		return 1000, maxWindow
+	case ArgQueue:
+		return 0, maxCount
+	case ArgCost:
+		if throttle {
+			return 0, maxCount
+		}
+		return 0, r.Limit * costPerUnit
+	case ArgRefund:
+		if throttle {
+			return 1, maxCount
+		}
+		return 1, r.Limit * costPerUnit
+	}
+	return 1, maxCount // ArgRate, ArgBurst
+}
