@@ -58,6 +58,10 @@ func TestReloadUnderLoad(t *testing.T) {
 	watched := make(chan error, 1)
 	go func() { watched <- policy.Watch(ctx, dir, e, slog.New(slog.DiscardHandler)) }()
 	f := startFront(t, Config{Decider: e})
+	// One context for every call (ctxT's cleanups would pile up by the 100,000), bounding
+	// the whole test.
+	callCtx, callCancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer callCancel()
 	req := &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{desc("user", "u"), desc("path", "/p")}}
 	generation := func(resp *pb.RateLimitResponse) (int, error) {
 		var u, p int
@@ -86,7 +90,7 @@ func TestReloadUnderLoad(t *testing.T) {
 				default:
 				}
 				low := current.Load()
-				resp, err := f.client.ShouldRateLimit(ctxT(t), req)
+				resp, err := f.client.ShouldRateLimit(callCtx, req)
 				calls.Add(1)
 				var gen int
 				if err == nil {
@@ -105,9 +109,9 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 	for gen := 1; gen <= 100; gen++ {
 		write(gen)
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(10 * time.Second)
 		for {
-			resp, err := f.client.ShouldRateLimit(ctxT(t), req)
+			resp, err := f.client.ShouldRateLimit(callCtx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +120,7 @@ func TestReloadUnderLoad(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("generation %d not in force after 5 s", gen)
+				t.Fatalf("generation %d not in force after 10 s", gen)
 			}
 		}
 	}
