@@ -107,10 +107,27 @@ func TestReloadUnderLoad(t *testing.T) {
 			}
 		})
 	}
+	// The streams stop however the test ends, so that a failure here does not slow
+	// the tests after it.
+	stopped := false
+	halt := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	defer halt()
 	for gen := 1; gen <= 100; gen++ {
 		write(gen)
-		deadline := time.Now().Add(10 * time.Second)
+		written := time.Now()
+		deadline := written.Add(10 * time.Second)
 		for {
+			// Watch may not watch yet when the first rewrite lands: write again.
+			if time.Since(written) > time.Second {
+				write(gen)
+				written = time.Now()
+			}
 			resp, err := f.client.ShouldRateLimit(callCtx, req)
 			if err != nil {
 				t.Fatal(err)
@@ -124,8 +141,7 @@ func TestReloadUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
+	halt()
 	cancel()
 	if err := <-watched; err != nil {
 		t.Errorf("Watch: %v", err)
