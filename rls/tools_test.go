@@ -58,7 +58,7 @@ func TestGrpcurl(t *testing.T) {
 	f := startFront(t, Config{Decider: fd})
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(grpcurl, append([]string{"-plaintext", "-max-time", "10"}, args...)...).CombinedOutput()
+		out, err := exec.Command(grpcurl, append([]string{"-plaintext", "-max-time", "30"}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
 		}
