@@ -28,9 +28,10 @@ type client struct {
 	batchMark  time.Duration
 	batchOpen  bool
 	authed     bool // by AUTH or HELLO AUTH, or no password is required
-	// CLIENT REPLY OFF: replies are dropped; SKIP: the next command's is.
-	replyOff, replySkip bool
-	trackNoLoop         bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
+	// CLIENT REPLY OFF: replies are dropped; SKIP: the next command's is (replySkip
+	// until it starts, skipping while it runs, so that CLIENT REPLY ON can end it).
+	replyOff, replySkip, skipping bool
+	trackNoLoop                   bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool

@@ -54,13 +54,14 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 // wrote is cut from the buffer, unless it was CLIENT REPLY ON's OK, or the command
 // handed the connection to a goroutine of its own (SUBSCRIBE), which owns c now.
 func (s *Server) dispatchSilent(c *client, args [][]byte) {
-	skip, sub := c.replySkip, c.sub
-	c.replySkip = false
+	sub := c.sub
+	c.skipping, c.replySkip = c.replySkip, false
 	mark := len(c.w.Buffer())
 	s.dispatch(c, args)
-	if c.sub == sub && (skip || c.replyOff) {
+	if c.sub == sub && (c.skipping || c.replyOff) {
 		c.w.SetBuffer(c.w.Buffer()[:mark])
 	}
+	c.skipping = false
 }
 
 // dispatch finds a command and checks its arguments and the connection's right to
