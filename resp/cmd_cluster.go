@@ -20,11 +20,32 @@ const (
 // different slots, MOVED when their slot belongs to another node. Redis checks in
 // this order too, after arity and authentication, before the arguments' values.
 func (s *Server) clusterRedirect(cm *command, args [][]byte) string {
+	slot, n := commandSlot(cm, args)
+	switch {
+	case n == 0:
+		return ""
+	case slot < 0:
+		return errCrossSlot
+	}
+	return s.moved(uint16(slot))
+}
+
+// moved is the redirect for a slot of another node, or "" for one of this node's.
+func (s *Server) moved(slot uint16) string {
+	if s.cfg.Cluster.Owns(slot) {
+		return ""
+	}
+	return "MOVED " + strconv.Itoa(int(slot)) + " " + s.cfg.Cluster.Owner(slot).Addr()
+}
+
+// commandSlot is the slot of a command's keys and how many it has; -1 when they hash
+// to different slots.
+func commandSlot(cm *command, args [][]byte) (slot int, n int) {
 	var keys [][]byte
 	step := 1
 	if cm.keys != nil {
 		keys = cm.keys(args)
-	} else {
+	} else if cm.firstKey != 0 {
 		last := cm.lastKey
 		if last < 0 {
 			last += len(args)
@@ -32,18 +53,36 @@ func (s *Server) clusterRedirect(cm *command, args [][]byte) string {
 		keys, step = args[cm.firstKey:last+1], cm.keyStep // within arity: TestKeyPositionsWithinArity
 	}
 	if len(keys) == 0 {
-		return ""
+		return 0, 0
 	}
-	slot := cluster.Slot(keys[0])
+	first := cluster.Slot(keys[0])
 	for i := step; i < len(keys); i += step {
-		if cluster.Slot(keys[i]) != slot {
-			return errCrossSlot
+		if cluster.Slot(keys[i]) != first {
+			return -1, len(keys)
 		}
 	}
-	if s.cfg.Cluster.Owns(slot) {
+	return int(first), len(keys)
+}
+
+// execRedirect is, in cluster mode, the error that keeps a transaction from running
+// on this node, as Redis checks EXEC: every key of every queued command in one slot
+// (else CROSSSLOT, even when this node owns both), and that slot this node's.
+func (s *Server) execRedirect(list []queued) string {
+	slot := -1
+	for _, q := range list {
+		qs, n := commandSlot(q.cm, q.args)
+		switch {
+		case n == 0:
+			continue
+		case qs < 0, slot >= 0 && qs != slot:
+			return errCrossSlot
+		}
+		slot = qs
+	}
+	if slot < 0 {
 		return ""
 	}
-	return "MOVED " + strconv.Itoa(int(slot)) + " " + s.cfg.Cluster.Owner(slot).Addr()
+	return s.moved(uint16(slot))
 }
 
 // allKeys finds RL.ALL's keys, one per rule. When the rules do not parse it finds

@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"bytes"
 	"errors"
 	"net"
 	"time"
@@ -100,7 +99,9 @@ func reject(conn net.Conn, err error) {
 // without end. It does not allocate the announced size up front (its buffer grows
 // by doubling as data arrives), so checking the announcements in the byte stream
 // on the way in is enough, without forking redcon. The scan reads only the length
-// lines and skips bulk payloads by count, so it costs O(1) per argument.
+// lines and skips bulk payloads by count, so it costs O(1) per argument. It also
+// makes redcon parse as Redis does (scan.go): it blanks the requests Redis skips,
+// and finds the length lines Redis refuses.
 type limitConn struct {
 	net.Conn
 	maxBulk int64
@@ -111,6 +112,9 @@ type limitConn struct {
 	// before it have run: one of them may be the AUTH that lifts it.
 	held    []byte
 	heldErr error
+	// carry is the start of a count line ("*-1") that the next Read completes: it
+	// may be one to skip, which is blanked whole, before redcon sees any of it.
+	carry []byte
 }
 
 // Read passes on the bytes up to a broken bound; the bad request is then incomplete
@@ -121,31 +125,49 @@ func (c *limitConn) Read(p []byte) (int, error) {
 		return 0, c.fail()
 	}
 	authed := c.client != nil && c.client.authed
-	var n int
-	var err error
-	if len(c.held) > 0 {
-		if !authed {
-			c.broken = c.heldErr
-			return 0, c.fail()
+	for {
+		var n int
+		var err error
+		if len(c.held) > 0 {
+			if !authed {
+				c.broken = c.heldErr
+				return 0, c.fail()
+			}
+			n = copy(p, c.held)
+			c.held = c.held[n:]
+		} else {
+			n = copy(p, c.carry)
+			c.carry = c.carry[:0]
+			var m int
+			m, err = c.Conn.Read(p[n:])
+			n += m
 		}
-		n = copy(p, c.held)
-		c.held = c.held[n:]
-	} else {
-		n, err = c.Conn.Read(p)
+		ok, bad := c.scan.feed(p[:n], c.maxBulk, authed)
+		switch {
+		case bad == nil && ok < n:
+			// The scan stops before a count line still to complete (a few bytes).
+			rest := p[ok:n]
+			if len(c.held) > 0 {
+				c.held = append(append([]byte(nil), rest...), c.held...)
+			} else {
+				c.carry = append(c.carry, rest...)
+			}
+			if ok == 0 && err == nil {
+				continue // redcon wants bytes: read on
+			}
+			return ok, err
+		case bad == nil:
+			return n, err
+		case ok > 0 && (bad == errUnauthMultibulk || bad == errUnauthBulk):
+			c.held, c.heldErr = append([]byte(nil), p[ok:n]...), bad
+			return ok, nil
+		}
+		c.broken = bad
+		if ok > 0 {
+			return ok, nil
+		}
+		return 0, c.fail()
 	}
-	ok, bad := c.scan.feed(p[:n], c.maxBulk, authed)
-	if bad == nil {
-		return n, err
-	}
-	if ok > 0 && (bad == errUnauthMultibulk || bad == errUnauthBulk) {
-		c.held, c.heldErr = append([]byte(nil), p[ok:n]...), bad
-		return ok, nil
-	}
-	c.broken = bad
-	if ok > 0 {
-		return ok, nil
-	}
-	return 0, c.fail()
 }
 
 // fail answers the broken bound. Reads and writes of a connection both run in its
@@ -155,143 +177,4 @@ func (c *limitConn) fail() error {
 	c.Conn.SetWriteDeadline(time.Now().Add(rejectTimeout))
 	c.Conn.Write([]byte("-" + c.broken.Error() + "\r\n"))
 	return c.broken
-}
-
-// States of requestScan, following redcon's framing.
-const (
-	scanCommand   = iota // at the start of a command
-	scanInline           // in an inline command, until its newline
-	scanMultibulk        // in "*<count>\r\n"
-	scanBulkStart        // expecting '$'
-	scanBulkLen          // in "$<length>\r\n"
-	scanBulkData         // skipping a payload and its CRLF
-	scanOff              // the stream is malformed: redcon answers and closes
-)
-
-// requestScan follows the request stream across reads, reading only the lengths.
-type requestScan struct {
-	state   uint8
-	lineLen int   // bytes of the current inline command or length line
-	num     int64 // the length being read, capped at overflow
-	numOK   bool  // digits only so far
-	args    int64 // arguments left in the current command
-	skip    int64 // payload bytes left to skip
-}
-
-// overflow is above every bound, so larger numbers need not be read exactly; below
-// it, num*10+9 cannot overflow an int64.
-const overflow = 1 << 59
-
-// feed scans b, with the bounds of an unauthenticated connection unless authed. If
-// a bound is broken it returns the error and how many bytes of b come before the
-// point where it was found; the scan stands there, so feeding the rest of b later
-// checks the same length again.
-func (r *requestScan) feed(b []byte, maxBulk int64, authed bool) (int, error) {
-	for i := 0; i < len(b); {
-		switch r.state {
-		case scanCommand:
-			r.lineLen = 0
-			if b[i] == '*' {
-				r.state, r.num, r.numOK = scanMultibulk, 0, true
-				i++
-			} else {
-				r.state = scanInline
-			}
-		case scanInline:
-			nl := bytes.IndexByte(b[i:], '\n')
-			if nl < 0 {
-				r.lineLen += len(b) - i
-				if r.lineLen > maxInlineLen {
-					return i, errInlineTooBig
-				}
-				return len(b), nil
-			}
-			i += nl + 1
-			r.state = scanCommand
-		case scanMultibulk, scanBulkLen:
-			end := len(b)
-			nl := bytes.IndexByte(b[i:], '\n')
-			if nl >= 0 {
-				end = i + nl
-			}
-			r.lineLen += end - i
-			for _, ch := range b[i:end] {
-				switch {
-				case '0' <= ch && ch <= '9':
-					if r.num < overflow {
-						r.num = r.num*10 + int64(ch-'0')
-					}
-				case ch != '\r':
-					r.numOK = false // redcon rejects it
-				}
-			}
-			if nl < 0 {
-				if r.lineLen > maxInlineLen {
-					if r.state == scanMultibulk {
-						return i, errMultibulkTooLong
-					}
-					return i, errBulkTooLong
-				}
-				return len(b), nil
-			}
-			if err := r.endLength(maxBulk, authed); err != nil {
-				// Withhold the line's newline: redcon would otherwise parse the
-				// count and loop once per announced argument on every read.
-				return end, err
-			}
-			i = end + 1
-		case scanBulkStart:
-			if b[i] != '$' {
-				r.state = scanOff // redcon answers "expected '$'"
-				continue
-			}
-			r.state, r.num, r.numOK, r.lineLen = scanBulkLen, 0, true, 0
-			i++
-		case scanBulkData:
-			n := min(r.skip, int64(len(b)-i))
-			r.skip -= n
-			i += int(n)
-			if r.skip == 0 {
-				r.args--
-				r.state = scanBulkStart
-				if r.args == 0 {
-					r.state = scanCommand
-				}
-			}
-		case scanOff:
-			return len(b), nil
-		}
-	}
-	return len(b), nil
-}
-
-// endLength checks a complete length line; it changes nothing when it answers an
-// error. Lines redcon itself rejects (a sign, other characters, a zero count) are
-// left to it.
-func (r *requestScan) endLength(maxBulk int64, authed bool) error {
-	if !r.numOK {
-		r.state = scanOff
-		return nil
-	}
-	if r.state == scanMultibulk {
-		switch {
-		case r.num >= overflow || r.num > maxMultibulkLen:
-			return errMultibulkLength
-		case !authed && r.num > unauthMaxArgs:
-			return errUnauthMultibulk
-		case r.num == 0:
-			r.state = scanOff
-		default:
-			r.state, r.args = scanBulkStart, r.num
-		}
-		return nil
-	}
-	if r.num >= overflow || r.num > maxBulk {
-		return errBulkLength
-	}
-	if !authed && r.num > unauthMaxBulk {
-		return errUnauthBulk
-	}
-	r.state, r.skip = scanBulkData, r.num+2
-	return nil
 }

@@ -145,25 +145,38 @@ func TestRequestScan(t *testing.T) {
 		{"*1048577\r\n", true, errMultibulkLength}, // the bound for everyone comes first, as in Redis
 		{"*2\r\n$4\r\nECHO\r\n$16385\r\n", true, errUnauthBulk},
 		{"*2\r\n$4\r\nECHO\r\n$100001\r\n", true, errBulkLength},
-		// Left to redcon, which answers its own errors: nothing is found here.
+		// Redis's framing: a count of zero or less is skipped (here "$999999" is then
+		// an inline command); lengths are string2ll's.
 		{"*-1\r\n$999999\r\n", false, nil},
-		{"*1\r\n:999999\r\n", false, nil},
-		{"*1\r\n$-999999\r\n", false, nil},
-		{"*1x\r\n$999999\r\n", false, nil},
-		{"*0\r\n*99999999\r\n", false, nil},
+		{"*0\r\n*-10\r\n*1\r\n$4\r\nPING\r\n", false, nil},
+		{"*1\r\n:999999\r\n", false, errors.New("ERR Protocol error: expected '$', got ':'")},
+		{"*1\r\n$-999999\r\n", false, errBulkLength},
+		{"*1x\r\n$999999\r\n", false, errMultibulkLength},
+		{"*0\r\n*99999999\r\n", false, errMultibulkLength},
+		{"*+1\r\n", false, errMultibulkLength},
+		{"*01\r\n", false, errMultibulkLength},
+		{"*-0\r\n", false, errMultibulkLength},
+		{"*\r\n", false, errMultibulkLength},
+		{"*1\r\n$04\r\n", false, errBulkLength},
+		{"*1\r\n$+4\r\n", false, errBulkLength},
+		{"*1\r\n$\r\n", false, errBulkLength},
 	} {
 		for split := 0; split <= len(tc.in); split++ {
 			var r requestScan
 			first, second := []byte(tc.in[:split]), []byte(tc.in[split:])
 			n, err := r.feed(first, 100000, !tc.unauth)
-			if err == nil && n != len(first) {
-				t.Errorf("%q split at %d: passed %d of %d bytes with no error", tc.in, split, n, len(first))
+			if err == nil && n < len(first) {
+				// The start of a count line that may be skipped: limitConn carries it.
+				second = append(first[n:len(first):len(first)], second...)
 			}
 			if err == nil {
 				first = second
 				n, err = r.feed(second, 100000, !tc.unauth)
 			}
-			if !errors.Is(err, tc.want) {
+			if err == nil && n != len(first) {
+				t.Errorf("%q split at %d: passed %d of %d bytes with no error", tc.in, split, n, len(first))
+			}
+			if fmt.Sprint(err) != fmt.Sprint(tc.want) {
 				t.Errorf("%q split at %d: err %v, want %v", tc.in, split, err, tc.want)
 			}
 			if n > len(first) {

@@ -1,11 +1,17 @@
 package resp
 
-import "bytes"
+import (
+	"bytes"
+	"math"
+	"slices"
+
+	"github.com/rlserver/rlserver/algo"
+)
 
 // Transactions: MULTI queues the commands that follow, EXEC runs them one after the
 // other, DISCARD drops them. Sentinel reconfigures a server in one transaction
 // (REPLICAOF, CONFIG REWRITE, CLIENT KILL TYPE normal and pubsub, EXEC): as in Redis, a
-// command refused when queued (unknown, wrong arity) aborts the whole transaction at
+// command refused when queued (unknown, wrong arity, MOVED, CROSSSLOT, READONLY) aborts the whole transaction at
 // EXEC, while one that fails when run (CONFIG REWRITE without a config file) answers
 // its error in EXEC's reply and the others run. rlserver has no WATCH: nothing else
 // can be sure of a key between two commands anyway, each being its own atomic step.
@@ -17,6 +23,8 @@ const (
 	errDiscardNo   = "ERR DISCARD without MULTI"
 	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
 	errNoMulti     = "ERR Command not allowed inside a transaction"
+	// errExecAbortBecause precedes the error of a command refused at EXEC.
+	errExecAbortBecause = "EXECABORT Transaction discarded because of: "
 )
 
 // queued is one command waiting for EXEC.
@@ -27,10 +35,6 @@ type queued struct {
 
 // queue keeps a command for EXEC: its arguments are copied, the read buffer being reused.
 func (c *client) queue(cm *command, args [][]byte) {
-	if cm.noMulti {
-		c.refuse(errNoMulti)
-		return
-	}
 	q := queued{cm: cm, args: make([][]byte, len(args))}
 	for i, a := range args {
 		q.args[i] = bytes.Clone(a)
@@ -77,8 +81,41 @@ func cmdExec(s *Server, c *client, _ [][]byte, _ int64) {
 		c.writeError(errExecAbort)
 		return
 	}
+	// What changed since the commands were queued (the server became a replica, a
+	// sync began loading) discards all of them, as Redis checks EXEC against every
+	// queued command; in cluster mode all their keys must be in one slot of this
+	// node's, answered with the redirect as Redis does.
+	if s.cfg.Cluster != nil {
+		if msg := s.execRedirect(list); msg != "" {
+			c.writeError(msg)
+			return
+		}
+	}
+	for _, q := range list {
+		if msg := s.refusal(q.cm, q.args, true); msg != "" {
+			c.writeError(errExecAbortBecause + msg)
+			return
+		}
+	}
 	c.w.WriteArray(len(list))
 	for _, q := range list {
 		s.execute(c, q.cm, q.args)
 	}
+}
+
+// peeks reports, before its run parses them, whether the arguments of a limiter that
+// takes PEEK make it one, as its run will decide: RL.ALL by its rules (one PEEK rule
+// suffices, as in cmdAll; rules that do not parse are left to its run to answer),
+// the others by the word PEEK after the key, which no value of theirs can be.
+func peeks(cm *command, args [][]byte) bool {
+	if cm.keys != nil {
+		rules, err := ParseAll(args[1:], math.MaxInt64)
+		return err != nil || slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek })
+	}
+	for _, a := range args[min(2, len(args)):] {
+		if bytes.EqualFold(a, []byte("peek")) {
+			return true
+		}
+	}
+	return false
 }

@@ -118,10 +118,11 @@ func TestSentinelTransaction(t *testing.T) {
 	r.send(respCmd("MULTI") + respCmd("MULTI") + respCmd("SUBSCRIBE", "x") + respCmd("DISCARD"))
 	r.expect("+OK\r\n-ERR MULTI calls can not be nested\r\n-ERR Command not allowed inside a transaction\r\n+OK\r\n")
 
-	// The replica refuses a write inside EXEC, at run time (once loaded: LOADING before).
+	// The replica refuses a write when it is queued, as Redis does, and the
+	// transaction with it (once loaded: LOADING before).
 	waitLinkUp(t, ts.client(t, 3))
 	r.send(respCmd("MULTI") + respCmd("RL.FIXED", "k", "5", "1000") + respCmd("EXEC"))
-	r.expect("+OK\r\n+QUEUED\r\n*1\r\n-" + errReadOnly + "\r\n")
+	r.expect("+OK\r\n-" + errReadOnly + "\r\n-" + errExecAbort + "\r\n")
 
 	if err := other.Do(ctx, "PING").Err(); err == nil {
 		// go-redis may have redialled: the killed connection must at least be gone.

@@ -483,31 +483,49 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		return
 	}
 	if c.inMulti && !cm.tx {
+		if cm.noMulti {
+			c.refuse(errNoMulti)
+			return
+		}
+		// Refused now, as Redis refuses it when queued, it dooms the transaction:
+		// EXEC then applies none of it.
+		if msg := s.refusal(cm, args, true); msg != "" {
+			c.refuse(msg)
+			return
+		}
 		c.queue(cm, args)
 		return
 	}
 	s.execute(c, cm, args)
 }
 
-// execute runs a checked command, unless the key's slot is another node's, or the
-// server is a replica and the command writes, or a full sync is loading.
-func (s *Server) execute(c *client, cm *command, args [][]byte) {
+// refusal is the error that keeps a checked command from running here, or "": the
+// key's slot is another node's (MOVED, CROSSSLOT), the server is a replica and the
+// command writes (READONLY), or a full sync is loading (LOADING). Queued (inside
+// MULTI), a limiter that may be a PEEK is judged by its arguments; run, it checks
+// after parsing them (limiter, cmdAll).
+func (s *Server) refusal(cm *command, args [][]byte, queued bool) string {
 	// Only cluster mode pays for the slot check, mostly the key's CRC16
 	// (BenchmarkClusterRedirect), within the noise of a pipelined RL.TOKEN over
 	// loopback (BenchmarkClusterCheck). Standalone, one comparison.
 	if s.cfg.Cluster != nil && (cm.firstKey != 0 || cm.keys != nil) {
 		if msg := s.clusterRedirect(cm, args); msg != "" {
-			c.writeError(msg)
-			return
+			return msg
 		}
 	}
-	// A limiter that may be a PEEK checks after parsing its arguments (limiter, cmdAll).
-	if cm.write && !cm.peekable && s.repl.readOnly.Load() {
-		c.writeError(errReadOnly)
-		return
+	if cm.write && s.repl.readOnly.Load() && (!cm.peekable || queued && !peeks(cm, args)) {
+		return errReadOnly
 	}
 	if !cm.loadingOK && s.repl.loading.Load() {
-		c.writeError(errLoading)
+		return errLoading
+	}
+	return ""
+}
+
+// execute runs a checked command, unless refusal says no.
+func (s *Server) execute(c *client, cm *command, args [][]byte) {
+	if msg := s.refusal(cm, args, false); msg != "" {
+		c.writeError(msg)
 		return
 	}
 	c.last.Store(cm)

@@ -23,6 +23,7 @@ var connCommands = []*command{
 		name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
 		summary: "Answer OK and close the connection.",
 		group:   groupConnection, complexity: "O(1)",
+		tx:  true, // inside MULTI too it quits at once, as in Redis
 		run: cmdQuit,
 	},
 	{
