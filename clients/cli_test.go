@@ -1,6 +1,7 @@
 package clients_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -109,18 +110,42 @@ func TestRedisCLI(t *testing.T) {
 	t.Run("MONITOR", func(t *testing.T) {
 		host, port, _ := net.SplitHostPort(addr)
 		cmd := exec.Command(bin, "-h", host, "-p", port, "MONITOR")
-		var out strings.Builder
-		cmd.Stdout = &out
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer cmd.Wait()
 		defer cmd.Process.Kill()
-		waitUntil(t, 5*time.Second, "MONITOR's OK", func() bool { return strings.Contains(out.String(), "OK") })
-		rdb.Do(ctx, "RL.FIXED", "cli:monitored", 3, 60000)
-		waitUntil(t, 5*time.Second, "the command in MONITOR's stream", func() bool {
-			return strings.Contains(out.String(), `"RL.FIXED" "cli:monitored" "3" "60000"`)
-		})
+		lines := make(chan string)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		want := `"RL.FIXED" "cli:monitored" "3" "60000"`
+		timeout := time.After(10 * time.Second)
+		for sent := false; ; {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatal("redis-cli MONITOR ended")
+				}
+				if l == "OK" && !sent { // MONITOR is on: a command from another connection
+					rdb.Do(ctx, "RL.FIXED", "cli:monitored", 3, 60000)
+					sent = true
+				}
+				if strings.HasSuffix(l, want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no %s in redis-cli MONITOR's stream within 10 s", want)
+			}
+		}
 	})
 
 	t.Run("--cluster check", func(t *testing.T) {
