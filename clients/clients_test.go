@@ -178,6 +178,7 @@ func startScript(tb testing.TB, name string, argv ...string) *script {
 	s := &script{tb: tb, name: name, cancel: cancel, lines: make(chan string, 64)}
 	s.cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 	s.cmd.Dir = "testdata"
+	s.cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ in testdata/
 	s.cmd.Stderr = &s.stderr
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
