@@ -257,6 +257,14 @@ func (s *script) finish() {
 	}
 }
 
+// scriptRun is one script's run: its interpreter (python or node, which skip or fail the
+// test when the library is missing) and its arguments.
+type scriptRun struct {
+	name   string
+	interp func(testing.TB) string
+	args   []string
+}
+
 // runScript runs a script to its end (startScript, then finish).
 func runScript(tb testing.TB, name string, argv ...string) {
 	tb.Helper()

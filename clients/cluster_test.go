@@ -19,29 +19,25 @@ import (
 // the node owning their slot.
 func TestCluster(t *testing.T) {
 	t.Parallel()
-	py, nodeBin := python(t), node(t)
 	redisTools(t)
-	rlAddrs := rlCluster(t, 3)
-	redisAddrs := redisCluster(t)
-	type run struct {
-		name, prefix string
-		argv         []string
+	rl, rc := strings.Join(rlCluster(t, 3), ","), strings.Join(redisCluster(t), ",")
+	runs := []scriptRun{
+		{"redis-py/redis", python, []string{"cluster.py", "redis", rc}},
+		{"redis-py/rlserver", python, []string{"cluster.py", "rlserver", rl}},
 	}
-	runs := []run{
-		{"redis-py/redis", "", []string{py, "cluster.py", "redis", strings.Join(redisAddrs, ",")}},
-		{"redis-py/rlserver", "pyc:", []string{py, "cluster.py", "rlserver", strings.Join(rlAddrs, ",")}},
-	}
+	prefixes := map[string]string{"redis-py/rlserver": "pyc:"}
 	for _, proto := range []string{"2", "3"} {
 		runs = append(runs,
-			run{"ioredis/RESP" + proto, "ioc" + proto + ":", []string{nodeBin, "cluster_ioredis.js", strings.Join(rlAddrs, ","), proto}},
-			run{"node-redis/RESP" + proto, "nrc" + proto + ":", []string{nodeBin, "cluster_node_redis.js", strings.Join(rlAddrs, ","), proto}})
+			scriptRun{"ioredis/RESP" + proto, node, []string{"cluster_ioredis.js", rl, proto}},
+			scriptRun{"node-redis/RESP" + proto, node, []string{"cluster_node_redis.js", rl, proto}})
+		prefixes["ioredis/RESP"+proto], prefixes["node-redis/RESP"+proto] = "ioc"+proto+":", "nrc"+proto+":"
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
-			runScript(t, r.name, r.argv...)
-			if r.prefix != "" {
-				checkSpread(t, rlAddrs, r.prefix+"spread:*", 300)
+			runScript(t, r.name, append([]string{r.interp(t)}, r.args...)...)
+			if p := prefixes[r.name]; p != "" {
+				checkSpread(t, strings.Split(rl, ","), p+"spread:*", 300)
 			}
 		})
 	}

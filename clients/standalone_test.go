@@ -13,27 +13,22 @@ import (
 // answers on fresh keys at a frozen clock.
 func TestStandalone(t *testing.T) {
 	t.Parallel()
-	py, nodeBin := python(t), node(t)
 	redisTools(t)
 	targets := map[string]string{"rlserver": rlServer(t), "redis": startRedis(t)}
-	type run struct {
-		name string
-		argv []string
-	}
-	var runs []run
+	var runs []scriptRun
 	for _, target := range []string{"redis", "rlserver"} {
 		addr := targets[target]
-		runs = append(runs, run{"redis-py/" + target, []string{py, "standalone.py", target, addr}})
+		runs = append(runs, scriptRun{"redis-py/" + target, python, []string{"standalone.py", target, addr}})
 		for _, proto := range []string{"2", "3"} {
 			runs = append(runs,
-				run{fmt.Sprintf("ioredis/RESP%s/%s", proto, target), []string{nodeBin, "standalone_ioredis.js", target, addr, proto}},
-				run{fmt.Sprintf("node-redis/RESP%s/%s", proto, target), []string{nodeBin, "standalone_node_redis.js", target, addr, proto}})
+				scriptRun{fmt.Sprintf("ioredis/RESP%s/%s", proto, target), node, []string{"standalone_ioredis.js", target, addr, proto}},
+				scriptRun{fmt.Sprintf("node-redis/RESP%s/%s", proto, target), node, []string{"standalone_node_redis.js", target, addr, proto}})
 		}
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
-			runScript(t, r.name, r.argv...)
+			runScript(t, r.name, append([]string{r.interp(t)}, r.args...)...)
 		})
 	}
 }
