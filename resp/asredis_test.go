@@ -107,6 +107,10 @@ func TestProtocolAsRedis(t *testing.T) {
 		"MULTI\r\nPING\r\nQUIT\r\n",
 		"MULTI\r\nNOSUCH\r\nPING\r\nEXEC\r\n",
 		"MULTI\r\nPING x y\r\nEXEC\r\n",
+		// SUBSCRIBE is queued; EXEC subscribes, and PING after it in the queue answers
+		// as on a subscribed connection.
+		"MULTI\r\nSUBSCRIBE a b\r\nPING\r\nEXEC\r\nPING\r\nUNSUBSCRIBE a b\r\n",
+		"MULTI\r\nUNSUBSCRIBE\r\nPSUBSCRIBE p*\r\nEXEC\r\nPUNSUBSCRIBE\r\n",
 	})
 	// Split across writes: a count line in pieces.
 	for _, addr := range []string{redisAddr, rlAddr} {
@@ -128,4 +132,27 @@ func TestProtocolAsRedis(t *testing.T) {
 		}
 		conn.Close()
 	}
+}
+
+// TestGetKeysAsRedis: COMMAND GETKEYS and GETKEYSANDFLAGS find the keys of the
+// commands both servers have, with Redis's flags and errors.
+func TestGetKeysAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"COMMAND GETKEYS EXISTS a b c\r\n",
+		"COMMAND GETKEYSANDFLAGS EXISTS a b\r\n",
+		"COMMAND GETKEYSANDFLAGS DEL a b\r\n",
+		"COMMAND GETKEYSANDFLAGS UNLINK a\r\n",
+		"COMMAND GETKEYSANDFLAGS PTTL k\r\n",
+		"COMMAND GETKEYSANDFLAGS TTL k\r\n",
+		"COMMAND GETKEYSANDFLAGS TYPE k\r\n",
+		"COMMAND GETKEYSANDFLAGS MEMORY USAGE k\r\n",
+		"COMMAND GETKEYS MEMORY USAGE k SAMPLES 5\r\n",
+		"COMMAND GETKEYS NOSUCH x\r\n",
+		"COMMAND GETKEYS CLIENT NOPE\r\n",
+		"COMMAND GETKEYS PING x\r\n",
+		"COMMAND GETKEYS TYPE a b\r\n",
+		"COMMAND GETKEYS\r\n",
+	})
 }

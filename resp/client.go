@@ -32,6 +32,10 @@ type client struct {
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool
 	multi               []queued
+	// inExec is set while EXEC runs the queue; a SUBSCRIBE among it leaves its
+	// detached connection in execSub, to be served once EXEC has answered.
+	inExec  bool
+	execSub *subscriber
 	// sub is set once the connection subscribed and left redcon's loop (pubsub.go).
 	sub *subscriber
 

@@ -147,9 +147,16 @@ func writeCommandInfo(c *client, cm *command) {
 	c.w.WriteInt64(int64(cm.keyStep))
 	c.writeStatuses(aclCategories(cm))
 	c.writeSet(0) // tips
-	if cm.firstKey == 0 {
+	switch {
+	case cm.firstKey == 0:
 		c.w.WriteArray(0)
-	} else {
+	case cm.keys != nil:
+		// movablekeys (RL.ALL): the first key's place is known, the others' are not,
+		// which Redis says with a spec of unknown search (COMMAND GETKEYS finds them).
+		c.w.WriteArray(2)
+		writeKeySpec(c, cm)
+		writeUnknownKeySpec(c, cm)
+	default:
 		c.w.WriteArray(1)
 		writeKeySpec(c, cm)
 	}
@@ -161,10 +168,7 @@ func writeCommandInfo(c *client, cm *command) {
 
 // writeKeySpec writes the one key spec of a command from its key positions.
 func writeKeySpec(c *client, cm *command) {
-	flags := []string{"RO", "access"}
-	if slices.Contains(cm.flags, "write") {
-		flags = []string{"RW", "update"}
-	}
+	flags := keySpecFlags(cm)
 	lastKey := cm.lastKey // relative to the first key, or -1 for "to the end"
 	if lastKey > 0 {
 		lastKey -= cm.firstKey
@@ -192,6 +196,22 @@ func writeKeySpec(c *client, cm *command) {
 	c.w.WriteInt64(int64(cm.keyStep))
 	c.w.WriteBulkString("limit")
 	c.w.WriteInt64(0)
+}
+
+// writeUnknownKeySpec writes a key spec whose keys only the command knows, as Redis
+// writes SORT's BY and GET patterns.
+func writeUnknownKeySpec(c *client, cm *command) {
+	c.writeMap(3)
+	c.w.WriteBulkString("flags")
+	c.writeStatuses(keySpecFlags(cm))
+	for _, part := range []string{"begin_search", "find_keys"} {
+		c.w.WriteBulkString(part)
+		c.writeMap(2)
+		c.w.WriteBulkString("type")
+		c.w.WriteBulkString("unknown")
+		c.w.WriteBulkString("spec")
+		c.writeMap(0)
+	}
 }
 
 // writeCommandDocs writes one command's COMMAND DOCS map. redis-cli asserts on the
@@ -277,4 +297,78 @@ func writeArgDocs(c *client, args []arg) {
 			writeArgDocs(c, a.args)
 		}
 	}
+}
+
+// Errors of COMMAND GETKEYS, in Redis's words.
+const (
+	errGetKeysCommand = "ERR Invalid command specified"
+	errGetKeysNoKeys  = "ERR The command has no key arguments"
+	errGetKeysArity   = "ERR Invalid number of arguments specified for command"
+	errGetKeysArgs    = "ERR Invalid arguments specified for command"
+)
+
+// getKeys serves COMMAND GETKEYS and, withFlags, COMMAND GETKEYSANDFLAGS: the keys
+// of the command given, found as cluster mode finds them (RL.ALL's among its rules),
+// which is how redis-py's RedisCluster routes a movablekeys command.
+func getKeys(withFlags bool) func(s *Server, c *client, args [][]byte, _ int64) {
+	return func(_ *Server, c *client, args [][]byte, _ int64) {
+		call := args[2:]
+		cm := lookup(commandIndex, call[0])
+		if cm != nil && cm.subs != nil && len(call) > 1 {
+			cm = lookup(cm.subIndex, call[1])
+		}
+		switch {
+		case cm == nil:
+			c.writeError(errGetKeysCommand)
+			return
+		case cm.firstKey == 0 && cm.keys == nil:
+			c.writeError(errGetKeysNoKeys)
+			return
+		case cm.arity > 0 && len(call) != cm.arity || len(call) < -cm.arity:
+			c.writeError(errGetKeysArity)
+			return
+		}
+		keys := commandKeys(cm, call)
+		if len(keys) == 0 {
+			c.writeError(errGetKeysArgs)
+			return
+		}
+		c.w.WriteArray(len(keys))
+		for _, k := range keys {
+			if withFlags {
+				c.w.WriteArray(2)
+				c.w.WriteBulk(k)
+				c.writeStatuses(keySpecFlags(cm))
+			} else {
+				c.w.WriteBulk(k)
+			}
+		}
+	}
+}
+
+// commandKeys lists the keys of a call of cm, which has keys, as cluster mode finds them.
+func commandKeys(cm *command, call [][]byte) [][]byte {
+	if cm.keys != nil {
+		return cm.keys(call)
+	}
+	last := cm.lastKey
+	if last < 0 {
+		last += len(call)
+	}
+	var keys [][]byte
+	for i := cm.firstKey; i <= last; i += cm.keyStep {
+		keys = append(keys, call[i])
+	}
+	return keys
+}
+
+// keySpecFlags are the flags of a command's keys, in its key specs and GETKEYSANDFLAGS.
+func keySpecFlags(cm *command) []string {
+	if cm.keyFlags != nil {
+		return cm.keyFlags
+	}
+	if slices.Contains(cm.flags, "write") {
+		return []string{"RW", "update"}
+	}
+	return []string{"RO", "access"}
 }

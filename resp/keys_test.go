@@ -168,3 +168,18 @@ func TestExpiryWithoutTraffic(t *testing.T) {
 		t.Errorf("INFO stats has no expired_keys:1:\n%s", got)
 	}
 }
+
+// TestGetKeysRLAll: COMMAND GETKEYS finds RL.ALL's keys among its rules, as redis-py's
+// RedisCluster asks for a movablekeys command; rules that do not parse have none.
+func TestGetKeysRLAll(t *testing.T) {
+	ts := startServer(t, Config{})
+	run(t, ts.client(t, 2), []call{
+		{"COMMAND GETKEYS RL.ALL TOKEN a 1 1000 FIXED b 2 1000 COST 1", "[a b]"},
+		{"COMMAND GETKEYSANDFLAGS RL.ALL TOKEN a 1 1000", "[[a [RW update]]]"},
+		{"COMMAND GETKEYS RL.ALL NOPE a 1 1000", "ERR Invalid arguments specified for command"},
+		{"COMMAND GETKEYS RL.ALL TOKEN a", "ERR Invalid number of arguments specified for command"},
+		{"COMMAND GETKEYS RL.TOKEN k 1 1000", "[k]"},
+		{"COMMAND GETKEYS COMMAND INFO", "ERR The command has no key arguments"},
+		{"DBSIZE", "0"},
+	})
+}

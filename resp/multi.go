@@ -98,9 +98,21 @@ func cmdExec(s *Server, c *client, _ [][]byte, _ int64) {
 		}
 	}
 	c.w.WriteArray(len(list))
+	c.inExec = true
 	for _, q := range list {
 		s.execute(c, q.cm, q.args)
 	}
+	c.inExec = false // a SUBSCRIBE's connection is served once EXEC is done (execute)
+}
+
+// serveExecSub hands the connection a SUBSCRIBE in EXEC detached to its goroutine,
+// once EXEC's reply is whole and its bookkeeping done, before any message.
+func (s *Server) serveExecSub(c *client) {
+	sub := c.execSub
+	c.execSub = nil
+	sub.dc.Flush()
+	sub.wmu.Unlock()
+	go s.serveDetached(sub)
 }
 
 // peeks reports, before its run parses them, whether the arguments of a limiter that

@@ -179,7 +179,10 @@ func subscribeCmd(pattern bool) func(s *Server, c *client, args [][]byte, _ int6
 			c.w.WriteBulkString(name)
 			c.w.WriteInt64(int64(n))
 		}
-		if fresh {
+		switch {
+		case fresh && c.inExec:
+			c.execSub = sub // cmdExec serves it
+		case fresh:
 			sub.dc.Flush()
 			sub.wmu.Unlock()
 			go s.serveDetached(sub)
@@ -272,8 +275,23 @@ func cmdPublish(s *Server, c *client, args [][]byte, _ int64) {
 		// go meanwhile, or two of them publishing to each other would wait for each other.
 		c.sub.wmu.Unlock()
 	}
+	delivered := 0
 	for _, t := range targets {
 		t.sub.wmu.Lock()
+		// Still subscribed? Its UNSUBSCRIBE may have run since the targets were
+		// read: it holds wmu while it runs, so what is seen here holds until the
+		// message is written, and no message follows the confirmation.
+		s.ps.mu.Lock()
+		_, still := t.sub.channels[string(channel)]
+		if t.pattern != "" {
+			_, still = t.sub.patterns[t.pattern]
+		}
+		s.ps.mu.Unlock()
+		if !still {
+			t.sub.wmu.Unlock()
+			continue
+		}
+		delivered++
 		writeMessage(t.sub.c, t.pattern, channel, msg)
 		t.sub.dc.NetConn().SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if t.sub.dc.Flush() != nil {
@@ -284,7 +302,7 @@ func cmdPublish(s *Server, c *client, args [][]byte, _ int64) {
 	if c.sub != nil {
 		c.sub.wmu.Lock()
 	}
-	c.w.WriteInt64(int64(len(targets)))
+	c.w.WriteInt64(int64(delivered))
 }
 
 // writeMessage writes one published message to c: message, or pmessage with the pattern.

@@ -530,7 +530,7 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	}
 	c.last.Store(cm)
 	cm.run(s, c, args, c.batchNow)
-	if cm.noMulti {
+	if cm.noMulti || cm.detaches && !c.inExec {
 		return // it may have handed the connection to a goroutine of its own, which owns c now
 	}
 	end := time.Since(c.batchStart)
@@ -544,6 +544,9 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	}
 	if s.mon.n.Load() > 0 {
 		s.feedMonitors(c, cm, args)
+	}
+	if c.execSub != nil && !c.inExec {
+		s.serveExecSub(c)
 	}
 }
 

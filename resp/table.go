@@ -27,6 +27,9 @@ type command struct {
 	// keys finds the keys of a command whose keys move ("movablekeys": RL.ALL), for
 	// cluster mode's slot check; nil: firstKey, lastKey and keyStep say where they are.
 	keys func(args [][]byte) [][]byte
+	// keyFlags are its keys' flags in its key spec and COMMAND GETKEYSANDFLAGS, as
+	// Redis's for its own commands; nil: RW update for a write, else RO access.
+	keyFlags []string
 
 	// Filled in by init.
 	full      string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand
@@ -40,7 +43,10 @@ type command struct {
 
 	// Set in the table.
 	tx      bool // MULTI, EXEC, DISCARD: run at once inside MULTI, never queued
-	noMulti bool // refused inside MULTI: it takes the connection over (SUBSCRIBE, RLSYNC)
+	noMulti bool // refused inside MULTI: it takes the connection over (MONITOR, RLSYNC)
+	// detaches may hand the connection to a goroutine of its own (SUBSCRIBE): outside
+	// EXEC, c is that goroutine's once it ran; inside, once EXEC ends.
+	detaches bool
 }
 
 // arg describes one argument for COMMAND DOCS and the syntax line, in Redis's terms.

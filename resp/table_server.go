@@ -25,6 +25,20 @@ var serverCommands = []*command{
 				run:  cmdCommandDocs,
 			},
 			{
+				name: "getkeys", arity: -3, flags: []string{"loading", "stale"},
+				summary: "The keys of a command, as cluster mode finds them (RL.ALL's among its rules): cluster clients route by it.",
+				group:   groupServer, complexity: "O(n) in the arguments",
+				args: []arg{{name: "command", typ: "string"}, {name: "arg", typ: "string", optional: true, multiple: true}},
+				run:  getKeys(false),
+			},
+			{
+				name: "getkeysandflags", arity: -3, flags: []string{"loading", "stale"},
+				summary: "The keys of a command with their flags (RW update, or RO access).",
+				group:   groupServer, complexity: "O(n) in the arguments",
+				args: []arg{{name: "command", typ: "string"}, {name: "arg", typ: "string", optional: true, multiple: true}},
+				run:  getKeys(true),
+			},
+			{
 				name: "info", arity: -2, flags: []string{"loading", "stale"},
 				summary: "Describe commands: arity, flags, key positions; all when none is named.",
 				group:   groupServer, complexity: "O(n) in the commands",
