@@ -12,8 +12,12 @@ import (
 	"github.com/rlserver/rlserver/internal/launch"
 )
 
+// sentinelPass is the servers' -requirepass and -masterauth, the Sentinels'
+// auth-pass and the clients' password, as docs/ha.md sets them up.
+const sentinelPass = "clients-test-pass"
+
 // TestSentinelFailover: an rlserver primary, two replicas and three real Redis
-// Sentinels; redis-py's Sentinel, ioredis (sentinels) and node-redis's
+// Sentinels, all behind a password; redis-py's Sentinel, ioredis (sentinels) and node-redis's
 // createSentinel each drain a key through the primary. Once the drained keys are on
 // both replicas the primary is killed with SIGKILL; each client must find the
 // primary the Sentinels promote, write there, and find its key still drained.
@@ -26,12 +30,22 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	ctx := context.Background()
 	start := func(args ...string) (*launch.Proc, *redis.Client) {
-		p, err := launch.RLServer(suite.serverBin, suite.dir, append([]string{"-loglevel", "WARN"}, args...)...)
+		addr, err := launch.FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, err := launch.LogIn(suite.dir, "rlserver")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := launch.Start(launch.Spec{Name: "rlserver", Addr: addr, Password: sentinelPass, Log: log,
+			Argv: append([]string{suite.serverBin, "-addr", addr, "-loglevel", "WARN",
+				"-requirepass", sentinelPass, "-masterauth", sentinelPass}, args...)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(p.Kill)
-		rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr, Password: sentinelPass, MaxRetries: -1})
 		t.Cleanup(func() { rdb.Close() })
 		return p, rdb
 	}
@@ -47,7 +61,8 @@ func TestSentinelFailover(t *testing.T) {
 	for range 3 {
 		p, err := launch.Sentinel(t.TempDir(), fmt.Sprintf("sentinel monitor mymaster %s %s 2\n"+
 			"sentinel down-after-milliseconds mymaster 1000\n"+
-			"sentinel failover-timeout mymaster 10000\n", host, port))
+			"sentinel failover-timeout mymaster 10000\n"+
+			"sentinel auth-pass mymaster %s\n", host, port, sentinelPass))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,9 +81,9 @@ func TestSentinelFailover(t *testing.T) {
 
 	addrs := strings.Join(sentinels, ",")
 	scripts := []*script{
-		startScript(t, "redis-py", py, "sentinel.py", addrs),
-		startScript(t, "ioredis", nodeBin, "sentinel_ioredis.js", addrs),
-		startScript(t, "node-redis", nodeBin, "sentinel_node_redis.js", addrs),
+		startScript(t, "redis-py", py, "sentinel.py", addrs, sentinelPass),
+		startScript(t, "ioredis", nodeBin, "sentinel_ioredis.js", addrs, sentinelPass),
+		startScript(t, "node-redis", nodeBin, "sentinel_node_redis.js", addrs, sentinelPass),
 	}
 	for _, s := range scripts {
 		if !s.waitFor("ready") {

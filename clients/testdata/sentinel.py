@@ -1,4 +1,6 @@
-"""redis-py's Sentinel through a failover: python3 sentinel.py host:port,... (the Sentinels)
+"""redis-py's Sentinel through a failover: python3 sentinel.py host:port,... password
+
+The Sentinels' addresses, then the servers' password.
 
 It drains a key, prints "ready" and waits for a line on stdin: the test has killed
 the primary (SIGKILL). Then it calls until a write succeeds on the new primary, which
@@ -12,13 +14,14 @@ from redis.sentinel import MasterNotFoundError, Sentinel
 from check import eq, main, that
 
 SENTINELS = [(h, int(p)) for h, p in (a.rsplit(":", 1) for a in sys.argv[1].split(","))]
+PASSWORD = sys.argv[2]
 P = "pys:"
 DAY = 86400000
 
 
 def run():
     sentinel = Sentinel(SENTINELS, socket_timeout=1)
-    master = sentinel.master_for("mymaster", socket_timeout=1)
+    master = sentinel.master_for("mymaster", socket_timeout=1, password=PASSWORD)
     before = sentinel.discover_master("mymaster")
     # A bucket of 3 that refills 3 a day: drained, it stays drained for hours.
     eq("drain a key", lambda: [master.execute_command("RL.TOKEN", P + "drained", 3, DAY)[:3] for _ in range(4)],

@@ -1,4 +1,5 @@
-// ioredis through a failover: node sentinel_ioredis.js host:port,... (the Sentinels)
+// ioredis through a failover: node sentinel_ioredis.js host:port,... password
+// (the Sentinels' addresses, then the servers' password).
 // It drains a key, prints "ready" and waits for a line on stdin: the test has killed
 // the primary (SIGKILL). Then it calls until a write succeeds on the new primary,
 // which must be another address, and the drained key must still be drained there.
@@ -7,12 +8,13 @@ const Redis = require("ioredis");
 const { eq, that, stdinLines, main } = require("./check");
 
 const sentinels = process.argv[2].split(",").map((a) => ({ host: a.split(":")[0], port: Number(a.split(":")[1]) }));
+const password = process.argv[3];
 const p = "ios:";
 const day = 86400000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 main(async () => {
-  const r = new Redis({ sentinels, name: "mymaster", maxRetriesPerRequest: 1, connectTimeout: 1000 });
+  const r = new Redis({ sentinels, name: "mymaster", password, maxRetriesPerRequest: 1, connectTimeout: 1000 });
   r.on("error", () => {});
   const s = new Redis(sentinels[0]);
   const master = async () => (await s.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")).join(":");

@@ -1,4 +1,5 @@
-// node-redis's createSentinel through a failover: node sentinel_node_redis.js host:port,... (the Sentinels)
+// node-redis's createSentinel through a failover: node sentinel_node_redis.js host:port,... password
+// (the Sentinels' addresses, then the servers' password).
 // It drains a key, prints "ready" and waits for a line on stdin: the test has killed
 // the primary (SIGKILL). Then it calls until a write succeeds on the new primary,
 // which must be another address, and the drained key must still be drained there.
@@ -7,12 +8,13 @@ const { createClient, createSentinel } = require("redis");
 const { eq, that, stdinLines, main } = require("./check");
 
 const roots = process.argv[2].split(",").map((a) => ({ host: a.split(":")[0], port: Number(a.split(":")[1]) }));
+const password = process.argv[3];
 const p = "nrs:";
 const day = "86400000";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 main(async () => {
-  const r = createSentinel({ name: "mymaster", sentinelRootNodes: roots, nodeClientOptions: { socket: { connectTimeout: 1000 } } });
+  const r = createSentinel({ name: "mymaster", sentinelRootNodes: roots, nodeClientOptions: { password, socket: { connectTimeout: 1000 } } });
   r.on("error", () => {});
   await r.connect();
   const s = await createClient({ socket: roots[0] }).on("error", () => {}).connect();
