@@ -28,6 +28,11 @@ def run():
     raises("unknown command", lambda: r.execute_command("NOSUCH", "x"), ResponseError,
            "unknown command 'NOSUCH', with args beginning with: 'x' ")
     raises("arity", lambda: r.execute_command("ECHO"), ResponseError, "wrong number of arguments for 'echo' command")
+    raises("AUTH without a password set", lambda: r.execute_command("AUTH", "x"), Exception,
+           "AUTH <password> called without any password configured for the default user. "
+           "Are you sure your configuration is correct?")
+    raises("AUTH of an unknown user", lambda: r.execute_command("AUTH", "bob", "x"), Exception,
+           "WRONGPASS invalid username-password pair or user is disabled.")
     eq("CLIENT GETNAME", r.client_getname, "py-2")
     that("client_info()", r.client_info, lambda i: i["name"] == "py-2" and str(i["db"]) == "0" and i["cmd"] == "client|info"
          and i["flags"] == "N" and str(i["multi"]) == "-1" and str(i["resp"]).strip() == "2" and i["user"] == "default"

@@ -18,6 +18,9 @@ main(async () => {
   await eq("ECHO", () => r.echo("hi"), "hi");
   await throws("unknown command", () => r.call("NOSUCH", "x"), "ERR unknown command 'NOSUCH', with args beginning with: 'x' ");
   await throws("arity", () => r.call("ECHO"), "ERR wrong number of arguments for 'echo' command");
+  await throws("AUTH without a password set", () => r.call("AUTH", "x"),
+    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+  await throws("AUTH of an unknown user", () => r.call("AUTH", "bob", "x"), "WRONGPASS invalid username-password pair or user is disabled.");
   await eq("CLIENT GETNAME", () => r.client("GETNAME"), `io-${proto}`);
   const info = parseClientInfo(await r.client("INFO"));
   await eq("CLIENT INFO fields", () => missingFields(info), []);

@@ -17,6 +17,9 @@ main(async () => {
   await eq("ECHO", () => c.echo("hi"), "hi");
   await throws("unknown command", () => c.sendCommand(["NOSUCH", "x"]), "ERR unknown command 'NOSUCH', with args beginning with: 'x' ");
   await throws("arity", () => c.sendCommand(["ECHO"]), "ERR wrong number of arguments for 'echo' command");
+  await throws("AUTH without a password set", () => c.sendCommand(["AUTH", "x"]),
+    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+  await throws("AUTH of an unknown user", () => c.sendCommand(["AUTH", "bob", "x"]), "WRONGPASS invalid username-password pair or user is disabled.");
   await eq("CLIENT GETNAME", () => c.clientGetName(), `nr-${proto}`);
   const info = await c.clientInfo();
   const id = await c.clientId();
