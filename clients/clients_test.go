@@ -143,14 +143,14 @@ func rlServer(tb testing.TB, args ...string) string {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(p.Stop)
-	freeze(tb, p.Addr, "")
+	freeze(tb, p.Addr)
 	return p.Addr
 }
 
 // freeze sets the rlserver at addr's clock to frozenUs.
-func freeze(tb testing.TB, addr, password string) {
+func freeze(tb testing.TB, addr string) {
 	tb.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	if err := rdb.Do(context.Background(), "DEBUG", "CLOCK", "SET", frozenUs).Err(); err != nil {
 		tb.Fatalf("DEBUG CLOCK SET on %s: %v", addr, err)
@@ -171,7 +171,7 @@ type script struct {
 }
 
 // startScript runs argv (an interpreter and a script of testdata/, then its
-// arguments) in testdata/, for at most scriptWait.
+// arguments) in testdata/, for at most scriptWait and no longer than tb.
 func startScript(tb testing.TB, name string, argv ...string) *script {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), scriptWait)
@@ -187,8 +187,8 @@ func startScript(tb testing.TB, name string, argv ...string) *script {
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(cancel) // kills the script if the test ends before it does
 	if err := s.cmd.Start(); err != nil {
-		cancel()
 		tb.Fatalf("%s: %v", name, err)
 	}
 	go func() {

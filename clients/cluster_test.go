@@ -97,7 +97,7 @@ func rlCluster(tb testing.TB, n int) []string {
 				}
 			})
 			for _, a := range addrs {
-				freeze(tb, a, "")
+				freeze(tb, a)
 			}
 			return addrs
 		}
