@@ -7,8 +7,11 @@ package resp_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,5 +157,149 @@ func TestGetKeysAsRedis(t *testing.T) {
 		"COMMAND GETKEYS PING x\r\n",
 		"COMMAND GETKEYS TYPE a b\r\n",
 		"COMMAND GETKEYS\r\n",
+	})
+}
+
+// TestClientAsRedis: CLIENT REPLY, CLIENT KILL's filters and errors, and CLIENT
+// INFO's fields, as Redis's.
+func TestClientAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY ON\r\nPING\r\n",
+		"CLIENT REPLY SKIP\r\nPING\r\nPING\r\nCLIENT REPLY FOO\r\nCLIENT REPLY\r\n",
+		"CLIENT REPLY OFF\r\nCLIENT REPLY SKIP\r\nPING\r\nCLIENT REPLY ON\r\n",
+		"CLIENT KILL USER nobody\r\nCLIENT KILL USER default LADDR 1.2.3.4:5\r\nCLIENT KILL ID 0\r\n",
+		"CLIENT KILL ADDR\r\nCLIENT KILL TYPE x\r\nCLIENT KILL SKIPME maybe\r\nCLIENT KILL 1.2.3.4:5\r\n",
+		"CLIENT KILL ADDR 1.2.3.4:5 LADDR\r\nCLIENT KILL FOO bar\r\n",
+	})
+	// Killing one's own connection: the reply, then the close; commands after it are dropped.
+	for _, form := range []string{"CLIENT KILL ADDR %s SKIPME no", "CLIENT KILL %s", "CLIENT KILL LADDR %[2]s SKIPME no ADDR %[1]s"} {
+		var answers [2]string
+		for i, addr := range []string{redisAddr, rlAddr} {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(conn, form+"\r\nPING\r\n", conn.LocalAddr(), conn.RemoteAddr())
+			b, err := io.ReadAll(conn)
+			answers[i] = fmt.Sprintf("%q %v", b, err)
+			conn.Close()
+		}
+		if answers[0] != answers[1] {
+			t.Errorf("%s of one's own: rlserver %s, redis %s", form, answers[1], answers[0])
+		}
+	}
+	// CLIENT INFO: Redis's fields in Redis's order (rlserver adds lib-name, lib-ver
+	// and tot-cmds, of Redis 7.2 and 7.4, at the end).
+	fields := func(addr string) []string {
+		got, _ := exchange(t, addr, "CLIENT INFO\r\n")
+		_, line, _ := strings.Cut(got, "\r\n")
+		var names []string
+		for _, f := range strings.Fields(line) {
+			name, _, _ := strings.Cut(f, "=")
+			names = append(names, name)
+		}
+		return names
+	}
+	want, got := fields(redisAddr), fields(rlAddr)
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+		t.Errorf("CLIENT INFO fields:\n rlserver %v\n    redis %v", got, want)
+	}
+}
+
+// TestInfoAsRedis: INFO answers Redis's sections for no argument, default, all,
+// everything and several names; commandstats and errorstats count as Redis's do;
+// CONFIG GET *of names replicaof and its alias slaveof.
+func TestInfoAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	headers := func(addr, req string) string {
+		got, _ := exchange(t, addr, req)
+		var hs []string
+		for _, line := range strings.Split(got, "\r\n") {
+			if strings.HasPrefix(line, "# ") {
+				hs = append(hs, line)
+			}
+		}
+		return strings.Join(hs, ",")
+	}
+	for _, req := range []string{"INFO\r\n", "INFO default\r\n", "INFO all\r\n", "INFO everything\r\n",
+		"INFO cpu commandstats\r\n", "INFO keyspace server\r\n", "INFO CPU\r\n", "INFO nosuch\r\n"} {
+		if got, want := headers(rlAddr, req), headers(redisAddr, req); got != want {
+			t.Errorf("%q sections:\n rlserver %s\n    redis %s", req, got, want)
+		}
+	}
+	// The same calls on both, then the counters' lines of the commands both have.
+	lines := func(addr string) string {
+		got, _ := exchange(t, addr, "CONFIG RESETSTAT\r\nPING\r\nPING\r\nPING x y\r\nECHO\r\nNOSUCH\r\n"+
+			"MULTI\r\nEXEC x\r\nDISCARD\r\nINFO commandstats errorstats\r\n")
+		var keep []string
+		for _, line := range strings.Split(got, "\r\n") {
+			name, val, ok := strings.Cut(line, ":")
+			if !ok || !strings.HasPrefix(name, "cmdstat_") && !strings.HasPrefix(name, "errorstat_") {
+				continue
+			}
+			if name == "cmdstat_info" || name == "cmdstat_config|resetstat" {
+				continue
+			}
+			// The run times differ: keep the counts.
+			var fields []string
+			for _, f := range strings.Split(val, ",") {
+				if !strings.HasPrefix(f, "usec") {
+					fields = append(fields, f)
+				}
+			}
+			keep = append(keep, name+":"+strings.Join(fields, ","))
+		}
+		slices.Sort(keep) // Redis lists them in its dictionary's order
+		return strings.Join(keep, "\n")
+	}
+	if got, want := lines(rlAddr), lines(redisAddr); got != want {
+		t.Errorf("commandstats and errorstats:\n rlserver:\n%s\n redis:\n%s", got, want)
+	}
+	// CONFIG GET's pairs come in Redis's dictionary order, which varies: as a set.
+	pairs := func(addr string) string {
+		got, _ := exchange(t, addr, "CONFIG GET *of\r\n")
+		lines := strings.Split(got, "\r\n")
+		var ps []string
+		for i := 1; i+3 < len(lines); i += 4 {
+			ps = append(ps, lines[i+1]+"="+lines[i+3])
+		}
+		slices.Sort(ps)
+		return strings.Join(ps, " ")
+	}
+	if got, want := pairs(rlAddr), pairs(redisAddr); got != want || want == "" {
+		t.Errorf("CONFIG GET *of: rlserver %q, redis %q", got, want)
+	}
+}
+
+// TestPubsubObjectAsRedis: PUBSUB's counts, with one subscriber of a channel and a
+// pattern on each server, and OBJECT's replies and errors for a key that is absent.
+func TestPubsubObjectAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	for _, addr := range []string{redisAddr, rlAddr} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		conn.Write([]byte("SUBSCRIBE news.a\r\nPSUBSCRIBE p*\r\n"))
+		want := "*3\r\n$9\r\nsubscribe\r\n$6\r\nnews.a\r\n:1\r\n*3\r\n$10\r\npsubscribe\r\n$2\r\np*\r\n:2\r\n"
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(conn, got); err != nil || string(got) != want {
+			t.Fatalf("%s: subscribing: %q, %v", addr, got, err)
+		}
+	}
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"PUBSUB CHANNELS\r\nPUBSUB CHANNELS news.*\r\nPUBSUB CHANNELS x*\r\n",
+		"PUBSUB NUMSUB\r\nPUBSUB NUMSUB news.a x news.a\r\nPUBSUB NUMPAT\r\n",
+		"PUBSUB SHARDCHANNELS\r\nPUBSUB SHARDNUMSUB a b\r\nPUBSUB SHARDCHANNELS x*\r\n",
+		"PUBSUB CHANNELS a b\r\nPUBSUB SHARDCHANNELS a b\r\nPUBSUB NUMPAT x\r\nPUBSUB NOPE\r\nPUBSUB\r\n",
+		"OBJECT ENCODING nokey\r\nOBJECT FREQ nokey\r\nOBJECT IDLETIME nokey\r\nOBJECT REFCOUNT nokey\r\n",
+		"OBJECT NOPE k\r\nOBJECT ENCODING\r\nOBJECT FREQ a b\r\nOBJECT\r\n",
 	})
 }

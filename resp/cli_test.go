@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -190,4 +191,23 @@ func (t *terminal) waitFor(ctx context.Context, mark int, want string) bool {
 		}
 	}
 	return true
+}
+
+// TestRedisCLIHotKeys: redis-cli --hotkeys and --bigkeys scan the keys and report,
+// OBJECT FREQ answering for each key (0: rlserver tracks no access frequency).
+func TestRedisCLIHotKeys(t *testing.T) {
+	cli := needTool(t, "redis-cli", "apt-get install redis-tools")
+	ts := startServer(t, Config{})
+	rdb := ts.client(t, 2)
+	for i := range 50 {
+		do(rdb, fmt.Sprintf("RL.TOKEN user:%d 10 60000", i))
+	}
+	_, port, _ := net.SplitHostPort(ts.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, cli, "-p", port, "--hotkeys").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Sampled 50 keys in the keyspace!") ||
+		strings.Contains(string(out), "Error") {
+		t.Errorf("redis-cli --hotkeys: %v\n%s", err, out)
+	}
 }

@@ -28,6 +28,8 @@ type client struct {
 	batchMark  time.Duration
 	batchOpen  bool
 	authed     bool // by AUTH or HELLO AUTH, or no password is required
+	// CLIENT REPLY OFF: replies are dropped; SKIP: the next command's is.
+	replyOff, replySkip bool
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool
@@ -39,7 +41,11 @@ type client struct {
 	// sub is set once the connection subscribed and left redcon's loop (pubsub.go).
 	sub *subscriber
 
+	fd       int          // the socket's descriptor, for CLIENT LIST; -1 if unknown
+	active   atomic.Int64 // when its last batch of commands began, Unix ns (CLIENT LIST's idle)
+	multiLen atomic.Int32 // commands queued in MULTI, -1 outside (CLIENT LIST's multi)
 	proto    atomic.Int32 // 2 or 3, set by HELLO
+	errStats *errorStats  // the server's, for INFO errorstats
 	commands atomic.Uint64
 	errors   atomic.Uint64
 	last     atomic.Pointer[command]
@@ -55,6 +61,9 @@ func (c *client) resp3() bool { return c.proto.Load() == 3 }
 // writeError sends an error line and counts it for INFO.
 func (c *client) writeError(msg string) {
 	c.errors.Add(1)
+	if c.errStats != nil {
+		c.errStats.count(msg)
+	}
 	c.w.WriteError(msg)
 }
 
@@ -103,8 +112,11 @@ func (c *client) writeStatuses(ss []string) {
 	}
 }
 
-// info is the line CLIENT INFO and CLIENT LIST show for c, in Redis's format.
-func (c *client) info(now time.Time) string {
+// info is the line CLIENT INFO and CLIENT LIST show for c, in Redis 7.2's format
+// and field order (redis-py's client_info() reads it); sub and psub are its
+// subscriptions. The memory and buffer fields are Redis's names for what rlserver
+// does not track apart: zeros, as an idle Redis connection shows.
+func (c *client) info(now time.Time, sub, psub int) string {
 	c.mu.Lock()
 	name, libName, libVer := c.name, c.libName, c.libVer
 	c.mu.Unlock()
@@ -112,27 +124,51 @@ func (c *client) info(now time.Time) string {
 	if last := c.last.Load(); last != nil {
 		cmd = last.full
 	}
-	b := make([]byte, 0, 256)
+	multi := c.multiLen.Load() // -1 outside MULTI
+	flags := ""
+	if sub+psub > 0 {
+		flags += "P"
+	}
+	if multi >= 0 {
+		flags += "x"
+	}
+	if flags == "" {
+		flags = "N"
+	}
+	idle := now.Sub(time.Unix(0, c.active.Load()))
+	b := make([]byte, 0, 320)
 	b = append(b, "id="...)
 	b = strconv.AppendInt(b, c.id, 10)
 	b = append(b, " addr="...)
 	b = append(b, c.addr...)
 	b = append(b, " laddr="...)
 	b = append(b, c.laddr...)
+	b = append(b, " fd="...)
+	b = strconv.AppendInt(b, int64(c.fd), 10)
 	b = append(b, " name="...)
 	b = append(b, name...)
 	b = append(b, " age="...)
 	b = strconv.AppendInt(b, int64(now.Sub(c.created)/time.Second), 10)
-	b = append(b, " flags=N db=0 tot-cmds="...)
-	b = strconv.AppendUint(b, c.commands.Load(), 10)
-	b = append(b, " cmd="...)
+	b = append(b, " idle="...)
+	b = strconv.AppendInt(b, max(0, int64(idle/time.Second)), 10)
+	b = append(b, " flags="...)
+	b = append(b, flags...)
+	b = append(b, " db=0 sub="...)
+	b = strconv.AppendInt(b, int64(sub), 10)
+	b = append(b, " psub="...)
+	b = strconv.AppendInt(b, int64(psub), 10)
+	b = append(b, " ssub=0 multi="...)
+	b = strconv.AppendInt(b, int64(multi), 10)
+	b = append(b, " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
 	b = append(b, cmd...)
-	b = append(b, " user=default resp="...)
+	b = append(b, " user=default redir=-1 resp="...)
 	b = strconv.AppendInt(b, int64(c.proto.Load()), 10)
 	b = append(b, " lib-name="...)
 	b = append(b, libName...)
 	b = append(b, " lib-ver="...)
 	b = append(b, libVer...)
+	b = append(b, " tot-cmds="...)
+	b = strconv.AppendUint(b, c.commands.Load(), 10)
 	b = append(b, '\n')
 	return string(b)
 }

@@ -14,18 +14,27 @@ import (
 	"github.com/rlserver/rlserver/store"
 )
 
-// infoSections are INFO's sections, in order.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cluster", "keyspace"}
+// infoSections are INFO's sections, in Redis's order; the default ones are those
+// INFO without arguments shows (all but commandstats and latencystats, as in Redis).
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication",
+	"cpu", "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
 
-// cmdInfo serves INFO [section ...]: the named sections ("all", "everything" and
-// "default" name all of them), as one bulk string in Redis's "key:value" format.
+// notDefault are the sections only "all", "everything" or their name show.
+var notDefault = map[string]bool{"commandstats": true, "latencystats": true}
+
+// cmdInfo serves INFO [section ...]: the named sections ("default" the default ones,
+// "all" and "everything" all of them), as one bulk string in Redis's "key:value" format.
 func cmdInfo(s *Server, c *client, args [][]byte, now int64) {
 	want := map[string]bool{}
-	for _, a := range args[1:] {
+	names := args[1:]
+	if len(names) == 0 {
+		names = [][]byte{[]byte("default")}
+	}
+	for _, a := range names {
 		switch sec := strings.ToLower(string(a)); sec {
 		case "all", "everything", "default":
 			for _, name := range infoSections {
-				want[name] = true
+				want[name] = want[name] || sec != "default" || !notDefault[name]
 			}
 		default:
 			want[sec] = true
@@ -33,13 +42,17 @@ func cmdInfo(s *Server, c *client, args [][]byte, now int64) {
 	}
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if len(args) > 1 && !want[sec] {
+		if !want[sec] {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(sec[:1]) + sec[1:] + "\r\n")
+		if sec == "cpu" {
+			b.WriteString("# CPU\r\n")
+		} else {
+			b.WriteString("# " + strings.ToUpper(sec[:1]) + sec[1:] + "\r\n")
+		}
 		for _, kv := range s.infoSection(sec, now) {
 			b.WriteString(kv[0] + ":" + kv[1] + "\r\n")
 		}
@@ -126,6 +139,14 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 		return kv
 	case "replication":
 		return s.replicationInfo()
+	case "cpu":
+		return cpuInfo()
+	case "commandstats":
+		return commandstatsInfo()
+	case "errorstats":
+		return s.errorstatsInfo()
+	case "latencystats":
+		return s.latencystatsInfo()
 	case "cluster":
 		return [][2]string{{"cluster_enabled", boolDigit(s.cfg.Cluster != nil)}}
 	case "keyspace":
@@ -178,6 +199,7 @@ func (s *Server) statsSinceReset() statCounters {
 func (s *Server) resetStats() {
 	c := s.readStats()
 	s.statBase.Store(&c)
+	s.resetCommandStats()
 }
 
 // human formats a byte count as Redis's *_human fields do: "1.50M".

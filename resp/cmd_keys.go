@@ -199,3 +199,20 @@ func cmdMemoryPurge(_ *Server, c *client, _ [][]byte, _ int64) {
 	debug.FreeOSMemory()
 	c.w.WriteString("OK")
 }
+
+// cmdObject serves OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key: what rlserver can
+// say of a key (see the command's doc), or null if it does not exist.
+func cmdObject(s *Server, c *client, args [][]byte, now int64) {
+	if !s.store.Exists(args[2], now) {
+		c.writeNull()
+		return
+	}
+	switch c.last.Load().name {
+	case "encoding":
+		c.w.WriteBulkString("raw")
+	case "refcount":
+		c.w.WriteInt64(1)
+	default: // freq, idletime: not tracked
+		c.w.WriteInt64(0)
+	}
+}

@@ -184,6 +184,7 @@ var params = []param{
 	{name: "shards", get: func(s *Server, _ *tunables) string { return strconv.Itoa(s.cfg.Shards) }},
 	{name: "max-log-limit", get: func(s *Server, _ *tunables) string { return strconv.FormatInt(s.cfg.MaxLogLimit, 10) }},
 	{name: "replicaof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }},
+	{name: "slaveof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }}, // Redis's alias
 	{name: "masterauth", get: func(s *Server, _ *tunables) string { return s.cfg.MasterAuth }},
 	{name: "snapshot", get: func(s *Server, _ *tunables) string { return s.cfg.SnapshotPath }},
 }

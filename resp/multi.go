@@ -40,6 +40,7 @@ func (c *client) queue(cm *command, args [][]byte) {
 		q.args[i] = bytes.Clone(a)
 	}
 	c.multi = append(c.multi, q)
+	c.multiLen.Store(int32(len(c.multi)))
 	c.w.WriteString("QUEUED")
 }
 
@@ -57,6 +58,7 @@ func cmdMulti(_ *Server, c *client, _ [][]byte, _ int64) {
 		return
 	}
 	c.inMulti, c.multiDirty, c.multi = true, false, c.multi[:0]
+	c.multiLen.Store(0)
 	c.w.WriteString("OK")
 }
 
@@ -66,6 +68,7 @@ func cmdDiscard(_ *Server, c *client, _ [][]byte, _ int64) {
 		return
 	}
 	c.inMulti, c.multi = false, nil
+	c.multiLen.Store(-1)
 	c.w.WriteString("OK")
 }
 
@@ -77,6 +80,7 @@ func cmdExec(s *Server, c *client, _ [][]byte, _ int64) {
 	}
 	list, dirty := c.multi, c.multiDirty
 	c.inMulti, c.multi = false, nil
+	c.multiLen.Store(-1)
 	if dirty {
 		c.writeError(errExecAbort)
 		return

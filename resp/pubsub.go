@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,20 +115,6 @@ func (s *Server) stopPubSub() {
 	}
 	s.ps.mu.Unlock()
 	s.ps.wg.Wait()
-}
-
-// killSubscribers closes the connections with subscriptions and returns how many.
-func (s *Server) killSubscribers(except *client) int {
-	s.ps.mu.Lock()
-	defer s.ps.mu.Unlock()
-	n := 0
-	for sub := range s.ps.subs {
-		if sub.count() > 0 && sub.c != except {
-			sub.dc.NetConn().Close()
-			n++
-		}
-	}
-	return n
 }
 
 func (s *Server) unsubscribeLocked(m map[string]map[*subscriber]struct{}, name string, sub *subscriber) {
@@ -339,4 +327,54 @@ func (s *Server) subscribedPing(c *client, args [][]byte) bool {
 		c.w.WriteBulkString("")
 	}
 	return true
+}
+
+// cmdPubsubChannels serves PUBSUB CHANNELS [pattern], and SHARDCHANNELS (shard: none).
+func cmdPubsubChannels(shard bool) func(s *Server, c *client, args [][]byte, _ int64) {
+	return func(s *Server, c *client, args [][]byte, _ int64) {
+		if len(args) > 3 {
+			c.writeError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try PUBSUB HELP.", args[1]))
+			return
+		}
+		var names []string
+		if !shard {
+			s.ps.mu.Lock()
+			for ch := range s.ps.channels {
+				if len(args) < 3 || store.Match(args[2], []byte(ch), false) {
+					names = append(names, ch)
+				}
+			}
+			s.ps.mu.Unlock()
+		}
+		slices.Sort(names)
+		c.w.WriteArray(len(names))
+		for _, n := range names {
+			c.w.WriteBulkString(n)
+		}
+	}
+}
+
+// cmdPubsubNumsub serves PUBSUB NUMSUB [channel ...], and SHARDNUMSUB (shard: 0 each).
+func cmdPubsubNumsub(shard bool) func(s *Server, c *client, args [][]byte, _ int64) {
+	return func(s *Server, c *client, args [][]byte, _ int64) {
+		c.w.WriteArray(2 * (len(args) - 2))
+		for _, ch := range args[2:] {
+			n := 0
+			if !shard {
+				s.ps.mu.Lock()
+				n = len(s.ps.channels[string(ch)])
+				s.ps.mu.Unlock()
+			}
+			c.w.WriteBulk(ch)
+			c.w.WriteInt64(int64(n))
+		}
+	}
+}
+
+// cmdPubsubNumpat serves PUBSUB NUMPAT: the patterns with subscribers.
+func cmdPubsubNumpat(s *Server, c *client, _ [][]byte, _ int64) {
+	s.ps.mu.Lock()
+	n := len(s.ps.patterns)
+	s.ps.mu.Unlock()
+	c.w.WriteInt64(int64(n))
 }

@@ -173,13 +173,14 @@ type Server struct {
 	closedCommands atomic.Uint64
 	closedErrors   atomic.Uint64
 
-	persist persistence   // snapshot.go
-	metrics metrics       // metrics.go
-	repl    replication   // replication.go
-	applied replicaOffset // replication.go: a replica's position in its primary's stream
-	ps      pubsub        // pubsub.go
-	mon     monitors      // monitor.go
-	slow    slowlog       // slowlog.go
+	persist  persistence   // snapshot.go
+	metrics  metrics       // metrics.go
+	repl     replication   // replication.go
+	applied  replicaOffset // replication.go: a replica's position in its primary's stream
+	ps       pubsub        // pubsub.go
+	mon      monitors      // monitor.go
+	slow     slowlog       // slowlog.go
+	errStats errorStats    // info_stats.go
 }
 
 // NewServer validates cfg and returns a Server, not yet listening, with an empty
@@ -394,6 +395,10 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		authed:  s.tun.Load().requirePass == "",
 	}
 	c.proto.Store(2)
+	c.multiLen.Store(-1)
+	c.active.Store(c.created.UnixNano())
+	c.fd = connFD(rc.NetConn())
+	c.errStats = &s.errStats
 	if la := rc.NetConn().LocalAddr(); la != nil {
 		c.laddr = la.String()
 	}
@@ -450,11 +455,29 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 	// (time.Since, BenchmarkClockSince) since the end of the command before.
 	if !c.batchOpen {
 		c.batchStart = time.Now()
+		c.active.Store(c.batchStart.UnixNano())
 		c.batchNow = s.clock.at(c.batchStart)
 		c.batchMark = 0
 	}
 	c.batchOpen = len(rc.PeekPipeline()) > 0
-	s.dispatch(c, cmd.Args)
+	if !c.replyOff && !c.replySkip {
+		s.dispatch(c, cmd.Args)
+		return
+	}
+	s.dispatchSilent(c, cmd.Args)
+}
+
+// dispatchSilent runs a command whose reply CLIENT REPLY OFF or SKIP drops: what it
+// wrote is cut from the buffer, unless it was CLIENT REPLY ON's OK, or the command
+// handed the connection to a goroutine of its own (SUBSCRIBE), which owns c now.
+func (s *Server) dispatchSilent(c *client, args [][]byte) {
+	skip, sub := c.replySkip, c.sub
+	c.replySkip = false
+	mark := len(c.w.Buffer())
+	s.dispatch(c, args)
+	if c.sub == sub && (skip || c.replyOff) {
+		c.w.SetBuffer(c.w.Buffer()[:mark])
+	}
 }
 
 // dispatch finds a command and checks its arguments and the connection's right to
@@ -475,21 +498,33 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		cm = sub
 	}
 	if cm.arity > 0 && len(args) != cm.arity || cm.arity < 0 && len(args) < -cm.arity {
-		c.refuse("ERR wrong number of arguments for '" + cm.full + "' command")
+		cm.stats.rejected.Add(1)
+		msg := "wrong number of arguments for '" + cm.full + "' command"
+		if c.inMulti && cm.name == "exec" {
+			// Redis aborts the transaction at once, saying why.
+			c.inMulti, c.multi = false, nil
+			c.multiLen.Store(-1)
+			c.writeError(errExecAbortBecause + msg)
+			return
+		}
+		c.refuse("ERR " + msg)
 		return
 	}
 	if !c.authed && !cm.noAuth {
+		cm.stats.rejected.Add(1)
 		c.refuse(errNoAuth)
 		return
 	}
 	if c.inMulti && !cm.tx {
 		if cm.noMulti {
+			cm.stats.rejected.Add(1)
 			c.refuse(errNoMulti)
 			return
 		}
 		// Refused now, as Redis refuses it when queued, it dooms the transaction:
 		// EXEC then applies none of it.
 		if msg := s.refusal(cm, args, true); msg != "" {
+			cm.stats.rejected.Add(1)
 			c.refuse(msg)
 			return
 		}
@@ -525,17 +560,24 @@ func (s *Server) refusal(cm *command, args [][]byte, queued bool) string {
 // execute runs a checked command, unless refusal says no.
 func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	if msg := s.refusal(cm, args, false); msg != "" {
+		cm.stats.rejected.Add(1)
 		c.writeError(msg)
 		return
 	}
 	c.last.Store(cm)
+	cm.stats.calls.Add(1)
+	errs := c.errors.Load()
 	cm.run(s, c, args, c.batchNow)
 	if cm.noMulti || cm.detaches && !c.inExec {
 		return // it may have handed the connection to a goroutine of its own, which owns c now
 	}
+	if c.errors.Load() != errs {
+		cm.stats.failed.Add(1)
+	}
 	end := time.Since(c.batchStart)
 	took := end - c.batchMark
 	c.batchMark = end
+	cm.stats.ns.Add(uint64(took))
 	if s.metrics.timeThisOne() {
 		s.metrics.latency[cm.id].observe(took)
 	}

@@ -31,6 +31,8 @@ type command struct {
 	// Redis's for its own commands; nil: RW update for a write, else RO access.
 	keyFlags []string
 
+	stats cmdStats // INFO commandstats (info_stats.go)
+
 	// Filled in by init.
 	full      string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand
 	id        int                 // the command's index in allCommands, for per-command metrics

@@ -91,6 +91,17 @@ var connCommands = []*command{
 				run: cmdClientList,
 			},
 			{
+				name: "reply", arity: 3, flags: flagsConn,
+				summary: "Drop the replies: OFF those of the commands that follow until ON, SKIP the next one's; only ON is answered.",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{{name: "action", typ: "oneof", args: []arg{
+					{name: "on", typ: "pure-token", token: "ON"},
+					{name: "off", typ: "pure-token", token: "OFF"},
+					{name: "skip", typ: "pure-token", token: "SKIP"},
+				}}},
+				run: cmdClientReply,
+			},
+			{
 				name: "setinfo", arity: 4, flags: flagsConn,
 				summary: "Record the client library's name or version, shown by CLIENT LIST.",
 				group:   groupConnection, complexity: "O(1)",
@@ -109,12 +120,14 @@ var connCommands = []*command{
 			},
 			{
 				name: "kill", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
-				summary: "Close connections: by TYPE (normal, pubsub, replica, master), ID or ADDR, the caller's own unless SKIPME yes; answer how many.",
+				summary: "Close connections: by TYPE (normal, pubsub, replica, master), ID, ADDR, LADDR or USER, the caller's own unless SKIPME yes (after its reply); answer how many.",
 				group:   groupConnection, complexity: "O(n) in the connections",
 				args: []arg{
 					clientTypeArg,
 					{name: "client-id", typ: "integer", token: "ID", optional: true},
 					{name: "ip:port", typ: "string", token: "ADDR", optional: true},
+					{name: "ip:port", typ: "string", token: "LADDR", optional: true},
+					{name: "username", typ: "string", token: "USER", optional: true},
 					{name: "yes/no", typ: "string", token: "SKIPME", optional: true},
 				},
 				doc: "Sentinel sends `CLIENT KILL TYPE normal` and `CLIENT KILL TYPE pubsub` after it " +

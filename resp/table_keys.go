@@ -127,4 +127,30 @@ var keyCommands = []*command{
 			},
 		},
 	},
+	{
+		name: "object", arity: -2,
+		summary: "A container for key introspection, as Redis's for a module's keys.",
+		group:   groupGeneric,
+		doc: "rlserver keeps no access times nor frequencies for its keys: IDLETIME and FREQ answer 0 " +
+			"for a key that exists (so `redis-cli --hotkeys` runs, and finds none hot), null for one " +
+			"that does not. ENCODING answers `raw`, as Redis does for a module's key, and REFCOUNT 1.",
+		subs: []*command{
+			objectSub("encoding", "The key's encoding: raw; null if absent."),
+			objectSub("freq", "The key's access frequency: 0, not tracked; null if absent."),
+			objectSub("idletime", "Seconds since the key was accessed: 0, not tracked; null if absent."),
+			objectSub("refcount", "The key's reference count: 1; null if absent."),
+		},
+	},
+}
+
+// objectSub is one OBJECT subcommand of a key.
+func objectSub(name, summary string) *command {
+	return &command{
+		name: name, arity: 3, flags: []string{"readonly"}, firstKey: 2, lastKey: 2, keyStep: 1,
+		keyFlags: []string{"RO"},
+		summary:  summary,
+		group:    groupGeneric, complexity: "O(1)",
+		args: []arg{{name: "key", typ: "key"}},
+		run:  cmdObject,
+	}
 }

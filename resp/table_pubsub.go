@@ -43,4 +43,45 @@ var pubsubCommands = []*command{
 			"RESP2 it may only (un)subscribe, PING, QUIT and RESET, as in Redis.",
 		run: cmdPublish,
 	},
+	{
+		name: "pubsub", arity: -2,
+		summary: "A container for Pub/Sub introspection, of this server's subscriptions.",
+		group:   groupPubSub,
+		subs: []*command{
+			{
+				name: "channels", arity: -2, flags: []string{"pubsub", "loading", "stale"},
+				summary: "The channels with subscribers, those matching the glob pattern if one is given.",
+				group:   groupPubSub, complexity: "O(n) in the channels",
+				args: []arg{{name: "pattern", typ: "pattern", optional: true}},
+				run:  cmdPubsubChannels(false),
+			},
+			{
+				name: "numsub", arity: -2, flags: []string{"pubsub", "loading", "stale"},
+				summary: "Each channel named and its number of subscribers (patterns not counted).",
+				group:   groupPubSub, complexity: "O(n) in the channels named",
+				args: []arg{{name: "channel", typ: "string", optional: true, multiple: true}},
+				run:  cmdPubsubNumsub(false),
+			},
+			{
+				name: "numpat", arity: 2, flags: []string{"pubsub", "loading", "stale"},
+				summary: "The number of patterns subscribed to.",
+				group:   groupPubSub, complexity: "O(1)",
+				run: cmdPubsubNumpat,
+			},
+			{
+				name: "shardchannels", arity: -2, flags: []string{"pubsub", "loading", "stale"},
+				summary: "The shard channels with subscribers: none, rlserver has no sharded Pub/Sub.",
+				group:   groupPubSub, complexity: "O(1)",
+				args: []arg{{name: "pattern", typ: "pattern", optional: true}},
+				run:  cmdPubsubChannels(true),
+			},
+			{
+				name: "shardnumsub", arity: -2, flags: []string{"pubsub", "loading", "stale"},
+				summary: "Each shard channel named and its number of subscribers: 0.",
+				group:   groupPubSub, complexity: "O(n) in the channels named",
+				args: []arg{{name: "shardchannel", typ: "string", optional: true, multiple: true}},
+				run:  cmdPubsubNumsub(true),
+			},
+		},
+	},
 }
