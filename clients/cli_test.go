@@ -129,21 +129,25 @@ func TestRedisCLI(t *testing.T) {
 		}()
 		want := `"RL.FIXED" "cli:monitored" "3" "60000"`
 		timeout := time.After(10 * time.Second)
+		var seen []string
 		for sent := false; ; {
 			select {
 			case l, ok := <-lines:
 				if !ok {
-					t.Fatal("redis-cli MONITOR ended")
+					t.Fatalf("redis-cli MONITOR ended after %q", seen)
 				}
+				seen = append(seen, l)
 				if l == "OK" && !sent { // MONITOR is on: a command from another connection
-					rdb.Do(ctx, "RL.FIXED", "cli:monitored", 3, 60000)
+					if err := rdb.Do(ctx, "RL.FIXED", "cli:monitored", 3, 60000).Err(); err != nil {
+						t.Fatal(err)
+					}
 					sent = true
 				}
 				if strings.HasSuffix(l, want) {
 					return
 				}
 			case <-timeout:
-				t.Fatalf("no %s in redis-cli MONITOR's stream within 10 s", want)
+				t.Fatalf("no %s in redis-cli MONITOR's stream within 10 s, only %q", want, seen)
 			}
 		}
 	})
