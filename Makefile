@@ -12,7 +12,8 @@ run: build
 	./$(BIN) -addr $(ADDR)
 
 # go vet, then every test under the race detector (the compat suite needs redis-server
-# on PATH; .ci/run installs it and sets RLSERVER_REQUIRE_REDIS=1 so it never skips), then
+# on PATH, the clients/ suite python3-redis and `npm ci --prefix clients/testdata`;
+# .ci/run installs them and sets RLSERVER_REQUIRE_REDIS=1 so that nothing skips), then
 # the store's and client's tests on the heap fallback, then the cross-compile matrix.
 test:
 	$(GO) vet ./...

@@ -42,13 +42,8 @@ func cmdMonitor(s *Server, c *client, _ [][]byte, _ int64) {
 		sub = s.detach(c)
 	}
 	c.w.WriteString("OK")
-	if fresh {
-		// serveDetached flushes a detached connection's replies, holding its lock;
-		// this one is not there yet.
-		sub.wmu.Lock()
-		sub.dc.Flush()
-		sub.wmu.Unlock()
-	}
+	// The watcher is registered before the OK is sent (as Redis adds the client to
+	// its monitors before replying): a command run as soon as the OK arrives is shown.
 	if sub.watch == nil {
 		w := &watcher{sub: sub, wake: make(chan struct{}, 1), done: make(chan struct{})}
 		sub.watch = w
@@ -63,6 +58,11 @@ func cmdMonitor(s *Server, c *client, _ [][]byte, _ int64) {
 		go s.writeMonitor(w)
 	}
 	if fresh {
+		// serveDetached flushes a detached connection's replies, holding its lock;
+		// this one is not there yet.
+		sub.wmu.Lock()
+		sub.dc.Flush()
+		sub.wmu.Unlock()
 		go s.serveDetached(sub)
 	}
 }

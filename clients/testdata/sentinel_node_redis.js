@@ -1,0 +1,45 @@
+// node-redis's createSentinel through a failover: node sentinel_node_redis.js host:port,... password
+// (the Sentinels' addresses, then the servers' password).
+// It drains a key, prints "ready" and waits for a line on stdin: the test has killed
+// the primary (SIGKILL). Then it calls until a write succeeds on the new primary,
+// which must be another address, and the drained key must still be drained there.
+"use strict";
+const { createClient, createSentinel } = require("redis");
+const { eq, that, stdinLines, main } = require("./check");
+
+const roots = process.argv[2].split(",").map((a) => ({ host: a.split(":")[0], port: Number(a.split(":")[1]) }));
+const password = process.argv[3];
+const p = "nrs:";
+const day = "86400000";
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+main(async () => {
+  const r = createSentinel({ name: "mymaster", sentinelRootNodes: roots, nodeClientOptions: { password, socket: { connectTimeout: 1000 } } });
+  r.on("error", () => {});
+  await r.connect();
+  const s = await createClient({ socket: roots[0] }).on("error", () => {}).connect();
+  const master = async () => (await s.sendCommand(["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"])).join(":");
+  const before = await master();
+  const drain = [];
+  for (let i = 0; i < 4; i++) drain.push((await r.sendCommand(false, ["RL.TOKEN", `${p}drained`, "3", day])).slice(0, 3));
+  await eq("drain a key", () => drain, [[1, 3, 2], [1, 3, 1], [1, 3, 0], [0, 3, 0]]);
+  console.log("ready");
+  await stdinLines()();
+  const deadline = Date.now() + 60000;
+  const errors = new Set();
+  for (;;) {
+    try {
+      await r.sendCommand(false, ["RL.TOKEN", `${p}after`, "3", day]);
+      break;
+    } catch (e) {
+      errors.add(e.message.split(" ")[0]);
+      if (Date.now() > deadline) throw new Error(`no write within 60 s of the kill: ${[...errors]}`);
+      await sleep(100);
+    }
+  }
+  console.log(`errors on the way: ${[...errors]}`);
+  await that("the new primary", master, (a) => a !== before, `not ${before}`);
+  await eq("the drained key, drained", async () => (await r.sendCommand(false, ["RL.TOKEN", `${p}drained`, "3", day])).slice(0, 3), [0, 3, 0]);
+  r.destroy();
+  s.destroy();
+});
