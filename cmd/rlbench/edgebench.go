@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,14 +99,8 @@ func runEdgeBench(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if *serverCPU >= 0 {
-		os.Setenv("GOMAXPROCS", "1")
-	}
-	if *loadCPU >= 0 {
-		if err := pin(os.Getpid(), *loadCPU); err != nil {
-			return err
-		}
-		runtime.GOMAXPROCS(1)
+	if err := pinApart(*serverCPU, *loadCPU); err != nil {
+		return err
 	}
 	targets, stop, err := startEdge(binary, nginx, dir, *serverCPU)
 	defer stop()

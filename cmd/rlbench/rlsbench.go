@@ -79,15 +79,8 @@ func runRLSBench(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	// The servers run one Go thread on their one CPU; the generator likewise on its own.
-	if *serverCPU >= 0 {
-		os.Setenv("GOMAXPROCS", "1")
-	}
-	if *loadCPU >= 0 {
-		if err := pin(os.Getpid(), *loadCPU); err != nil {
-			return err
-		}
-		runtime.GOMAXPROCS(1)
+	if err := pinApart(*serverCPU, *loadCPU); err != nil {
+		return err
 	}
 	ours, theirs, err := startRLSTargets(binary, *theirBin, dir, *serverCPU)
 	for _, t := range []*rlsTarget{ours, theirs} {
@@ -289,4 +282,20 @@ func redisKeys(ctx context.Context, addr string) (int64, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	return rdb.DBSize(ctx).Result()
+}
+
+// pinApart gives the servers started after it one Go thread each (their start pins
+// them to serverCPU), and pins this process, the load generator, to loadCPU with one
+// thread of its own; a negative CPU pins nothing.
+func pinApart(serverCPU, loadCPU int) error {
+	if serverCPU >= 0 {
+		os.Setenv("GOMAXPROCS", "1")
+	}
+	if loadCPU >= 0 {
+		if err := pin(os.Getpid(), loadCPU); err != nil {
+			return err
+		}
+		runtime.GOMAXPROCS(1)
+	}
+	return nil
 }
