@@ -58,10 +58,11 @@ type rlsTarget struct {
 // envoyproxy/ratelimit on a redis-server, all started here on loopback, the servers
 // pinned to -server-cpu and this load generator to -load-cpu (taskset), each side
 // loaded in turn, in alternating order over -rounds rounds. Then, on fresh keys, the
-// RSS each server's processes grow by per active descriptor value. The last lines are
-// the headline:
+// RSS each server's processes grow by per active descriptor value, once settled. The
+// headlines:
 //
 //	bench-rls: rlserver <n> vs envoyproxy/ratelimit <m> ShouldRateLimit/s = <r>x; p50 ...; p99 ...
+//	bench-rls descriptors: a request of 5 costs <r>x one of 1 on rlserver (...), <r>x on envoyproxy/ratelimit
 //	bench-rls memory: rlserver <a> vs envoyproxy/ratelimit+redis <b> B RSS per active descriptor value = <r>x
 func runRLSBench(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("rlbench rls", flag.ContinueOnError)
@@ -264,7 +265,7 @@ func rlsMemory(ctx context.Context, w io.Writer, targets []*rlsTarget, n, stream
 		if failed != nil {
 			return fmt.Errorf("%s: %w", tg.name, failed)
 		}
-		after, err := rssOf(tg.procs)
+		after, err := settledRSS(tg.procs)
 		if err != nil {
 			return err
 		}
@@ -279,6 +280,28 @@ func rlsMemory(ctx context.Context, w io.Writer, targets []*rlsTarget, n, stream
 		per[0], per[1], per[0]/per[1])
 	return nil
 }
+
+// settledRSS is rssOf once it has settled: after a burst of calls both servers' allocators
+// hand back what they freed over a few seconds (Go's scavenger, jemalloc's decay), so
+// the RSS right after the burst counts garbage the values do not hold. It samples every
+// second until two samples differ by less than 0.5%, for at most 20 s.
+func settledRSS(procs []*launch.Proc) (int64, error) {
+	last, err := rssOf(procs)
+	for range 20 {
+		if err != nil {
+			return 0, err
+		}
+		time.Sleep(time.Second)
+		var now int64
+		if now, err = rssOf(procs); err == nil && abs(now-last)*200 < last {
+			return now, nil
+		}
+		last = now
+	}
+	return last, err
+}
+
+func abs(n int64) int64 { return max(n, -n) }
 
 // rssOf sums the resident set of procs, from /proc.
 func rssOf(procs []*launch.Proc) (int64, error) {
