@@ -42,6 +42,15 @@ func (e *Engine) SetPolicy(p *Policy) {
 	if p == nil {
 		p = &Policy{domains: map[string]*domain{}}
 	}
+	for _, d := range p.domains {
+		d.root.walk("", func(_ string, r *rule) {
+			// A store that has interned store.MaxPrefixes already keeps these keys
+			// whole: they cost memory, nothing else.
+			if r.keyPrefix != "" {
+				_ = e.st.InternPrefix([]byte(r.keyPrefix))
+			}
+		})
+	}
 	e.pol.Store(p)
 }
 

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -268,7 +270,7 @@ func TestStateKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, keys := st.Scan(0, 10, []byte("rl:*"), 0, t0)
-	if len(keys) != 1 || string(keys[0]) != "rl:a%3Ab:k%3D1=v%7Bx%7D%25%20%3Ay:fixed/60s" {
+	if len(keys) != 1 || string(keys[0]) != "rl:a%3Ab:fixed/60s:k%3D1=v%7Bx%7D%25%20%3Ay" {
 		t.Fatalf("keys %q", keys)
 	}
 	// Escaping keeps apart what plain joining would merge.
@@ -333,7 +335,7 @@ func TestAlgorithms(t *testing.T) {
 		if codes[0] != CodeOK || codes[1] != CodeOK || codes[2] != CodeOverLimit || last.RetryAfter <= 0 || last.Limit.Window != 90*time.Second {
 			t.Errorf("%s: codes %v, last %+v", alg, codes, last)
 		}
-		if _, keys := st.Scan(0, 10, nil, 0, t0); len(keys) != 1 || string(keys[0]) != "rl:d:k=v:"+alg+"/90s" {
+		if _, keys := st.Scan(0, 10, nil, 0, t0); len(keys) != 1 || string(keys[0]) != "rl:d:"+alg+"/90s:k=v" {
 			t.Errorf("%s: keys %q", alg, keys)
 		}
 	}
@@ -460,6 +462,46 @@ func TestHugeCounts(t *testing.T) {
 		}
 		if hits != MaxHits && r.Statuses[0].Remaining != 2 {
 			t.Fatalf("refund: %+v", r)
+		}
+	}
+}
+
+// TestKeyPrefixes checks that every state key starts with its rule's keyPrefix, the
+// bytes the store interns: a prefix that drifted from appendKey would leave every
+// key whole, which no answer shows.
+func TestKeyPrefixes(t *testing.T) {
+	e, st := newEngine(t, `domain: d:1
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 5}
+    descriptors:
+      - key: path
+        rate_limit: {requests_per_unit: 5, window: 90s, algorithm: token}
+  - key: api=key
+    value: fixed
+    rate_limit: {unit: hour, requests_per_unit: 5, algorithm: gcra}
+  - key: files
+    value: files/*
+    share_threshold: true
+    rate_limit: {unit: second, requests_per_unit: 5}
+`)
+	prefixes := map[string]bool{}
+	e.Policy().domains["d:1"].root.walk("", func(_ string, r *rule) { prefixes[r.keyPrefix] = true })
+	for i := range 50 {
+		v := fmt.Sprint("v", i)
+		for _, d := range []Descriptor{desc("user", v), desc("user", v, "path", "/"+v), desc("api=key", "fixed"), desc("files", "files/"+v)} {
+			if _, err := e.Decide(Request{Domain: "d:1", Descriptors: []Descriptor{d}}, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, keys := st.Scan(0, 1000, nil, 0, t0)
+	if len(keys) != 102 || len(prefixes) != 4 {
+		t.Fatalf("%d keys, %d prefixes; want 102 and 4", len(keys), len(prefixes))
+	}
+	for _, k := range keys {
+		if p := k[:bytes.IndexByte(k, '=')+1]; !prefixes[string(p)] {
+			t.Fatalf("key %q: %q is no rule's prefix (%v)", k, p, prefixes)
 		}
 	}
 }

@@ -182,7 +182,7 @@ func TestTheirMatching(t *testing.T) {
 		r, shared := d.match(entries)
 		return string(appendKey(nil, d.name, entries, shared, r.kind.String()[3:], r.window))
 	}
-	if a, b := key(share, e("files", "files/a")), key(share, e("files", "files/b")); a != b || a != "rl:test-domain:files=files/*:fixed/60s" {
+	if a, b := key(share, e("files", "files/a")), key(share, e("files", "files/b")); a != b || a != "rl:test-domain:fixed/60s:files=files/*" {
 		t.Errorf("share_threshold keys %q and %q", a, b)
 	}
 	if a, b := key(wild, e("wild", "foo1")), key(wild, e("wild", "foo2")); a == b {

@@ -114,6 +114,7 @@ func readFile(name string) ([]byte, error) {
 type loader struct {
 	file   string
 	domain string
+	top    string // the key of the top-level descriptor being read
 	rules  int
 }
 
@@ -220,6 +221,9 @@ func (l *loader) descriptors(parent *node, parentKey string, descs []*yaml.Node,
 		}
 		if yd.key == "" {
 			return at("descriptor has empty key")
+		}
+		if depth == 1 {
+			l.top = yd.key
 		}
 		finalKey := yd.key
 		if yd.value != "" {
@@ -365,6 +369,7 @@ func (l *loader) rule(yd yamlDescriptor, path string) (*rule, error) {
 		return nil, at("%s", err)
 	}
 	r.limit()
+	r.keyPrefix = string(append(escape(appendRulePrefix(nil, l.domain, r.kind.String()[3:], r.window), l.top), '='))
 	return r, nil
 }
 

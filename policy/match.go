@@ -52,15 +52,18 @@ func (d *domain) match(entries []Entry) (r *rule, shared []string) {
 }
 
 // appendKey appends the store key of a descriptor's state under a rule of kind and
-// window: "rl:DOMAIN:key=value:key2=value2:fixed/60s". The algorithm and window are
+// window: "rl:DOMAIN:fixed/60s:key=value:key2=value2". The algorithm and window are
 // part of the name, so a reload that changes them starts afresh instead of misreading
 // another algorithm's state; the limit is not, so a changed limit keeps the counts (as
-// envoyproxy/ratelimit's keys do). Separators inside names are escaped (escape).
+// envoyproxy/ratelimit's keys do). They come before the entries so that all of a rule's
+// keys share the bytes up to the first '=' (rulePrefix), which the store interns.
+// Separators inside names are escaped (escape).
 func appendKey(b []byte, domain string, entries []Entry, shared []string, kindName string, window time.Duration) []byte {
-	b = append(b, "rl:"...)
-	b = escape(b, domain)
+	b = appendRulePrefix(b, domain, kindName, window)
 	for i, e := range entries {
-		b = append(b, ':')
+		if i > 0 {
+			b = append(b, ':')
+		}
 		b = escape(b, e.Key)
 		b = append(b, '=')
 		if shared != nil && shared[i] != "" {
@@ -69,10 +72,18 @@ func appendKey(b []byte, domain string, entries []Entry, shared []string, kindNa
 			b = escape(b, e.Value)
 		}
 	}
+	return b
+}
+
+// appendRulePrefix appends "rl:DOMAIN:fixed/60s:", the start of every key of a rule.
+func appendRulePrefix(b []byte, domain string, kindName string, window time.Duration) []byte {
+	b = append(b, "rl:"...)
+	b = escape(b, domain)
 	b = append(b, ':')
 	b = append(b, kindName...)
 	b = append(b, '/')
-	return appendWindow(b, window)
+	b = appendWindow(b, window)
+	return append(b, ':')
 }
 
 // appendWindow writes a window in whole seconds, milliseconds or microseconds: 60s,

@@ -54,6 +54,7 @@ type rule struct {
 	window    time.Duration
 	kind      algo.Kind
 	req       algo.Request              // the request template; Cost set per call
+	keyPrefix string                    // its keys' bytes up to the first '=' (appendKey), interned by the store
 	stats     atomic.Pointer[ruleStats] // the last engine's counters, found on first use
 	shown     *Limit                    // limit(): set when loaded, before any request
 }

@@ -104,7 +104,7 @@ func (s *Store) set(sh *shard, tag uint32, rec keyRecord, now int64) error {
 	fresh := rec.deadline <= now
 	var p placement
 	if !fresh {
-		p = placementFor(len(rec.key), rec.kind, rec.a, rec.b, rec.deadline, len(rec.tail))
+		p = sh.placementFor(rec.key, rec.kind, rec.a, rec.b, rec.deadline, len(rec.tail))
 		if err := sh.makeRoom(p, now); err != nil {
 			return err
 		}

@@ -125,7 +125,7 @@ func (sh *shard) writeLeases(key []byte, tag uint32, pos int, slot uint32, lease
 	base := leases[0].Deadline
 	size := leaseSize(leases, base)
 	if pos < 0 {
-		if err := sh.makeRoom(placementFor(len(key), algo.KindLease, 0, 0, 0, size), now); err != nil {
+		if err := sh.makeRoom(sh.placementFor(key, algo.KindLease, 0, 0, 0, size), now); err != nil {
 			return err
 		}
 	}

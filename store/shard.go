@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/bits"
 	"sync"
 
@@ -30,6 +31,8 @@ type shard struct {
 	leaseScratch []algo.Lease    // a lease set's scratch, as logs is a log's
 	leaseIDs     []byte          // the decoded leases' ids
 	newID        [hexIDLen]byte  // a generated lease id, before it is stored
+	prefixes     *prefixes       // the Store's interned prefixes
+	keyBuf       []byte          // an interned key made whole (key)
 
 	allowed, limited [kindCount]uint64
 	expired, evicted uint64
@@ -83,13 +86,34 @@ func (sh *shard) advanceWheels(now int64) {
 	}
 }
 
-// key returns a record's key bytes.
+// key returns a record's key bytes; an interned key's, made whole, are valid until
+// the next call.
 func (sh *shard) key(e entry) []byte {
-	if e.spilled() {
+	meta := e.meta()
+	if meta&metaSpilled != 0 {
 		c, chunk, n := e.spill()
 		return sh.chunks.bytes(c, chunk)[:n]
 	}
-	return e.room(int(e.meta() & metaLen))
+	r := e.room(int(meta & metaLen))
+	if meta&metaInterned == 0 {
+		return r
+	}
+	sh.keyBuf = append(append(sh.keyBuf[:0], sh.prefixes.prefix(binary.LittleEndian.Uint16(r))...), r[2:]...)
+	return sh.keyBuf
+}
+
+// placementFor is placementFor for key: inline with its interned prefix's number
+// where that makes it fit.
+func (sh *shard) placementFor(key []byte, kind algo.Kind, a, b uint64, deadline int64, tail int) placement {
+	if !hasTail(kind) {
+		if id, n, ok := sh.prefixes.of(key); ok {
+			if p := placementFor(len(key)-n+2, kind, a, b, deadline, 0); p.chunk < 0 {
+				p.prefix, p.cut = int(id)+1, n
+				return p
+			}
+		}
+	}
+	return placementFor(len(key), kind, a, b, deadline, tail)
 }
 
 // tail returns the state bytes after the key in a hasTail record's chunk.
@@ -135,10 +159,18 @@ func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, p placement) uin
 	i := sh.slabs[p.rec].alloc()
 	slot := uint32(p.rec)<<slotClassShift | i
 	e := sh.at(slot)
-	e.setMeta(kind, p.chunk >= 0, len(key))
-	if p.chunk < 0 {
+	switch {
+	case p.prefix > 0:
+		n := len(key) - p.cut + 2
+		e.setMeta(kind, false, true, n)
+		r := e.room(n)
+		binary.LittleEndian.PutUint16(r, uint16(p.prefix-1))
+		copy(r[2:], key[p.cut:])
+	case p.chunk < 0:
+		e.setMeta(kind, false, false, len(key))
 		copy(e.room(len(key)), key)
-	} else {
+	default:
+		e.setMeta(kind, true, false, len(key))
 		c := uint8(p.chunk)
 		chunk := sh.chunks.alloc(c)
 		copy(sh.chunks.bytes(c, chunk), key)
@@ -264,7 +296,7 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 			pos = -1
 		}
 		if pos < 0 {
-			p := placementFor(len(key), r.Kind, a, b, d.FreshAt, 0)
+			p := sh.placementFor(key, r.Kind, a, b, d.FreshAt, 0)
 			if err := sh.makeRoom(p, now); err != nil {
 				return algo.Decision{}, false, err
 			}
@@ -315,7 +347,7 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 	k := uint(old.h & logKMask)
 	if pos < 0 {
 		k = guessK(r)
-		if err := sh.makeRoom(placementFor(len(key), algo.KindLog, 0, 0, 0, logSize(entries, logHeader(entries, k))), now); err != nil {
+		if err := sh.makeRoom(sh.placementFor(key, algo.KindLog, 0, 0, 0, logSize(entries, logHeader(entries, k))), now); err != nil {
 			return d, err
 		}
 	}
@@ -411,7 +443,7 @@ func (sh *shard) placeTail(at keyAt, t tail) []byte {
 	key, slot, size := at.key, at.slot, t.size
 	need := len(key) + size
 	if at.pos < 0 {
-		slot = sh.create(key, at.tag, t.kind, placementFor(len(key), t.kind, 0, 0, 0, size))
+		slot = sh.create(key, at.tag, t.kind, sh.placementFor(key, t.kind, 0, 0, 0, size))
 	}
 	e := sh.at(slot)
 	c, chunk, _ := e.spill()

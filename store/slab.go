@@ -99,9 +99,13 @@ type entry struct {
 }
 
 const (
-	metaKind    = 12
-	metaSpilled = 1 << 11
-	metaLen     = 1<<6 - 1
+	metaKind     = 12
+	metaSpilled  = 1 << 11
+	metaInterned = 1 << 10 // the room starts with an interned prefix's number (prefix.go)
+	metaLen      = 1<<6 - 1
+
+	// compactInterned is metaInterned in a compact form's keyLen byte.
+	compactInterned = 1 << 7
 
 	// groupShift sets the records that share one id in a slab's wheel: 16. The wheel
 	// keeps 16 bytes an id (ttl.BytesPerID), 1 B a record so, where one id a record
@@ -201,14 +205,21 @@ func (e entry) meta() uint16 {
 	if n == 0 {
 		return 0
 	}
-	return uint16(formKinds[e.form])<<metaKind | uint16(n-1)
+	meta := uint16(formKinds[e.form])<<metaKind | uint16(n&^compactInterned-1)
+	if n&compactInterned != 0 {
+		meta |= metaInterned
+	}
+	return meta
 }
 
-// setMeta marks the record live with a key of kind, spilled or of n bytes inline.
-func (e entry) setMeta(kind algo.Kind, spilled bool, n int) {
+// setMeta marks the record live with a key of kind, spilled or of n bytes inline,
+// those starting with an interned prefix's number if interned.
+func (e entry) setMeta(kind algo.Kind, spilled, interned bool, n int) {
 	meta := uint16(kind)<<metaKind | uint16(n)
 	if spilled {
 		meta = uint16(kind)<<metaKind | metaSpilled
+	} else if interned {
+		meta |= metaInterned
 	}
 	switch e.form {
 	case formWide:
@@ -217,6 +228,9 @@ func (e entry) setMeta(kind algo.Kind, spilled bool, n int) {
 		e.tat().meta = meta
 	default:
 		*e.compactKeyLen() = uint8(n + 1)
+		if interned {
+			*e.compactKeyLen() |= compactInterned
+		}
 	}
 }
 
@@ -381,11 +395,13 @@ func formFor(kind algo.Kind, a, b uint64, deadline int64) uint8 {
 	return formWide
 }
 
-// placement is where a new key's bytes go: its record's slab, and the chunk class of
-// its key and tail if they do not stay inline (-1 if they do).
+// placement is where a new key's bytes go: its record's slab, the chunk class of its
+// key and tail if they do not stay inline (-1 if they do), and for an inline key that
+// starts with an interned prefix, the prefix's number + 1 and length (0 if none).
 type placement struct {
-	rec   uint8
-	chunk int
+	rec         uint8
+	chunk       int
+	prefix, cut int
 }
 
 // placementFor returns the placement of a key of keyLen bytes of kind, with state
@@ -395,11 +411,11 @@ func placementFor(keyLen int, kind algo.Kind, a, b uint64, deadline int64, tail 
 		form := formFor(kind, a, b, deadline)
 		for c, sc := range slabClasses {
 			if sc.form == form && keyLen <= sc.stride-keyOffsets[form] {
-				return placement{uint8(c), -1}
+				return placement{rec: uint8(c), chunk: -1}
 			}
 		}
 	}
-	return placement{spillClass, int(classFor(keyLen + tail))}
+	return placement{rec: spillClass, chunk: int(classFor(keyLen + tail))}
 }
 
 // record returns record i of the slab.

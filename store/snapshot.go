@@ -323,7 +323,7 @@ func (sr *snapshotReader) apply(s *Store, body []byte, now int64) (int, bool, er
 		}
 		sh.remove(p, slot)
 	}
-	p := placementFor(len(rec.key), rec.kind, rec.a, rec.b, rec.deadline, len(rec.tail))
+	p := sh.placementFor(rec.key, rec.kind, rec.a, rec.b, rec.deadline, len(rec.tail))
 	if sh.slabs[p.rec].full() {
 		return 0, false, ErrShardFull
 	}

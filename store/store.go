@@ -110,8 +110,9 @@ type Store struct {
 	monotonic   bool
 	// leaseID draws the number behind a generated lease id: rand.Uint64, which tests
 	// replace with a sequence.
-	leaseID func() uint64
-	backlog atomic.Pointer[Backlog] // replica.go: where a primary's writes go, nil if none
+	leaseID  func() uint64
+	backlog  atomic.Pointer[Backlog] // replica.go: where a primary's writes go, nil if none
+	prefixes prefixes                // prefix.go
 }
 
 // New returns an empty Store, or an error saying which setting is out of range.
@@ -136,6 +137,7 @@ func New(cfg Config) (*Store, error) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.init()
+		sh.prefixes = &s.prefixes
 		sh.budget = cfg.MaxMemory / int64(cfg.Shards)
 		sh.noEvict = cfg.Policy == PolicyNoEviction
 	}

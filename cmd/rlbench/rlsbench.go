@@ -25,12 +25,24 @@ import (
 )
 
 // rlsPolicy is the benchmark's policy, in envoyproxy/ratelimit's format so both
-// servers load the same file: one descriptor, a limit no user of the run reaches.
+// servers load the same file: a rule per descriptor key (user, and k2…k5 for the
+// requests of 5 descriptors), a limit no user of the run reaches.
 const rlsPolicy = `domain: bench
 descriptors:
   - key: user
     rate_limit: {unit: hour, requests_per_unit: 1000000}
+  - key: k2
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
+  - key: k3
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
+  - key: k4
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
+  - key: k5
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
 `
+
+// rlsKeys are the descriptor keys of rlsPolicy, in the order a request takes them.
+var rlsKeys = []string{"user", "k2", "k3", "k4", "k5"}
 
 // rlsTarget is one side of the benchmark: a gRPC address and the processes behind it.
 type rlsTarget struct {
@@ -41,15 +53,16 @@ type rlsTarget struct {
 	conn  *grpc.ClientConn
 }
 
-// runRLSBench is `rlbench rls` (make bench-rls): ShouldRateLimit/s of one descriptor
+// runRLSBench is `rlbench rls` (make bench-rls): ShouldRateLimit/s of 1 and of 5 descriptors
 // over -users users at -streams concurrent streams, rlserver's -rls-addr against
 // envoyproxy/ratelimit on a redis-server, all started here on loopback, the servers
 // pinned to -server-cpu and this load generator to -load-cpu (taskset), each side
 // loaded in turn, in alternating order over -rounds rounds. Then, on fresh keys, the
-// RSS each server's processes grow by per active descriptor value. The last lines are
-// the headline:
+// RSS each server's processes grow by per active descriptor value, once settled. The
+// headlines:
 //
 //	bench-rls: rlserver <n> vs envoyproxy/ratelimit <m> ShouldRateLimit/s = <r>x; p50 ...; p99 ...
+//	bench-rls descriptors: a request of 5 costs <r>x one of 1 on rlserver (...), <r>x on envoyproxy/ratelimit
 //	bench-rls memory: rlserver <a> vs envoyproxy/ratelimit+redis <b> B RSS per active descriptor value = <r>x
 func runRLSBench(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("rlbench rls", flag.ContinueOnError)
@@ -91,33 +104,38 @@ func runRLSBench(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "== rls: ShouldRateLimit, 1 descriptor over %d users, %d streams, %v per side and round, %d rounds; servers on CPU %d, load on CPU %d ==\n",
+	fmt.Fprintf(w, "== rls: ShouldRateLimit, 1 and 5 descriptors over %d users, %d streams, %v per side and round, %d rounds; servers on CPU %d, load on CPU %d ==\n",
 		*users, *streams, *load, *rounds, *serverCPU, *loadCPU)
 	targets := []*rlsTarget{ours, theirs}
-	hists := make([]histogram, 2)
-	calls, errs := make([]int, 2), make([]int, 2)
-	took := make([]time.Duration, 2)
-	reqs := rlsRequests("u", *users)
+	// Four runs in one: each server with requests of 1 and of 5 descriptors; run k of
+	// a round is (server, descriptors) = runs[(k+r)%4], so who goes first alternates.
+	runs := [][2]int{{0, 1}, {1, 1}, {0, 5}, {1, 5}}
+	reqs := map[int][]*pb.RateLimitRequest{1: rlsRequests("u", *users, 1), 5: rlsRequests("u", *users, 5)}
+	hists := make([]histogram, len(runs))
+	errs := make([]int, len(runs))
+	took := make([]time.Duration, len(runs))
 	for r := range *rounds {
-		for k := range 2 {
-			i := (k + r) % 2 // alternate who goes first: a shared machine drifts
-			h, e, d := spreadRLS(ctx, targets[i].conn, *streams, *load, reqs)
+		for k := range runs {
+			i := (k + r) % len(runs) // a shared machine drifts
+			h, e, d := spreadRLS(ctx, targets[runs[i][0]].conn, *streams, *load, reqs[runs[i][1]])
 			hists[i].merge(&h)
 			errs[i] += e
 			took[i] += d
 		}
 	}
-	t := newTable("server", "calls", "ShouldRateLimit/s", "p50 ms", "p99 ms", "errors")
-	rate := make([]float64, 2)
-	for i, tg := range targets {
-		calls[i] = int(hists[i].total)
-		rate[i] = float64(calls[i]) / took[i].Seconds()
-		t.row(tg.name, strconv.Itoa(calls[i]), fmt.Sprintf("%.0f", rate[i]), ms(hists[i].quantile(0.5)), ms(hists[i].quantile(0.99)), strconv.Itoa(errs[i]))
+	t := newTable("server", "descriptors", "calls", "ShouldRateLimit/s", "p50 ms", "p99 ms", "errors")
+	rate := make([]float64, len(runs))
+	for i, run := range runs {
+		rate[i] = float64(hists[i].total) / took[i].Seconds()
+		t.row(targets[run[0]].name, strconv.Itoa(run[1]), strconv.Itoa(int(hists[i].total)), fmt.Sprintf("%.0f", rate[i]),
+			ms(hists[i].quantile(0.5)), ms(hists[i].quantile(0.99)), strconv.Itoa(errs[i]))
 	}
 	t.write(w)
 	fmt.Fprintf(w, "bench-rls: rlserver %.0f vs envoyproxy/ratelimit %.0f ShouldRateLimit/s = %.2fx; p50 %s vs %s ms; p99 %s vs %s ms\n",
 		rate[0], rate[1], rate[0]/rate[1], ms(hists[0].quantile(0.5)), ms(hists[1].quantile(0.5)),
 		ms(hists[0].quantile(0.99)), ms(hists[1].quantile(0.99)))
+	fmt.Fprintf(w, "bench-rls descriptors: a request of 5 costs %.2fx one of 1 on rlserver (%.0f vs %.0f ShouldRateLimit/s), %.2fx on envoyproxy/ratelimit\n",
+		rate[0]/rate[2], rate[2], rate[0], rate[1]/rate[3])
 	if *memUsers == 0 {
 		return nil
 	}
@@ -186,13 +204,19 @@ func pin(pid, cpu int) error {
 	return nil
 }
 
-// rlsRequests are n requests of domain bench, one per user prefix+i, made before the
-// load so that the generator spends its CPU on calls.
-func rlsRequests(prefix string, n int) []*pb.RateLimitRequest {
+// rlsRequests are n requests of domain bench, one per user prefix+i, each of the
+// first descriptors keys of rlsKeys with the user as value, made before the load so
+// that the generator spends its CPU on calls.
+func rlsRequests(prefix string, n, descriptors int) []*pb.RateLimitRequest {
 	reqs := make([]*pb.RateLimitRequest, n)
 	for i := range reqs {
-		reqs[i] = &pb.RateLimitRequest{Domain: "bench", Descriptors: []*rlv3.RateLimitDescriptor{
-			{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: prefix + strconv.Itoa(i)}}}}}
+		user := prefix + strconv.Itoa(i)
+		r := &pb.RateLimitRequest{Domain: "bench"}
+		for _, k := range rlsKeys[:descriptors] {
+			r.Descriptors = append(r.Descriptors, &rlv3.RateLimitDescriptor{
+				Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: k, Value: user}}})
+		}
+		reqs[i] = r
 	}
 	return reqs
 }
@@ -213,7 +237,7 @@ func spreadRLS(ctx context.Context, conn *grpc.ClientConn, n int, d time.Duratio
 // rlsMemory makes n fresh descriptor values active on each side and prints the RSS
 // its processes grew by, per value, and the keys the store holds.
 func rlsMemory(ctx context.Context, w io.Writer, targets []*rlsTarget, n, streams int) error {
-	reqs := rlsRequests("m", n) // values no load phase used
+	reqs := rlsRequests("m", n, 1) // values no load phase used
 	per := make([]float64, 2)
 	t := newTable("server", "values", "RSS before MB", "RSS after MB", "B per value")
 	for i, tg := range targets {
@@ -241,7 +265,7 @@ func rlsMemory(ctx context.Context, w io.Writer, targets []*rlsTarget, n, stream
 		if failed != nil {
 			return fmt.Errorf("%s: %w", tg.name, failed)
 		}
-		after, err := rssOf(tg.procs)
+		after, err := settledRSS(tg.procs)
 		if err != nil {
 			return err
 		}
@@ -256,6 +280,28 @@ func rlsMemory(ctx context.Context, w io.Writer, targets []*rlsTarget, n, stream
 		per[0], per[1], per[0]/per[1])
 	return nil
 }
+
+// settledRSS is rssOf once it has settled: after a burst of calls both servers' allocators
+// hand back what they freed over a few seconds (Go's scavenger, jemalloc's decay), so
+// the RSS right after the burst counts garbage the values do not hold. It samples every
+// second until two samples differ by less than 0.5%, for at most 20 s.
+func settledRSS(procs []*launch.Proc) (int64, error) {
+	last, err := rssOf(procs)
+	for range 20 {
+		if err != nil {
+			return 0, err
+		}
+		time.Sleep(time.Second)
+		var now int64
+		if now, err = rssOf(procs); err == nil && abs(now-last)*200 < last {
+			return now, nil
+		}
+		last = now
+	}
+	return last, err
+}
+
+func abs(n int64) int64 { return max(n, -n) }
 
 // rssOf sums the resident set of procs, from /proc.
 func rssOf(procs []*launch.Proc) (int64, error) {
