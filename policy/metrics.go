@@ -79,24 +79,23 @@ func (e *Engine) count(r *rule, entries []Entry, over bool, before, after, hits 
 	if r.shadow {
 		st.shadow.Add(overHits)
 	}
-	e.refused.Add(r.domain+"\x00"+entriesText(entries), max(overHits, 1), now)
+	var buf [256]byte
+	text := appendEntries(append(append(buf[:0], r.domain...), 0), entries)
+	e.refused.Add(text, max(overHits, 1), now)
 	if st.top != nil {
-		st.top.Add(entriesText(entries), max(overHits, 1))
+		st.top.Add(text[len(r.domain)+1:], max(overHits, 1))
 	}
 }
 
-// entriesText is a descriptor as "key=value,key2=value2".
-func entriesText(entries []Entry) string {
-	var b strings.Builder
+// appendEntries appends a descriptor as "key=value,key2=value2".
+func appendEntries(b []byte, entries []Entry) []byte {
 	for i, e := range entries {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(e.Key)
-		b.WriteByte('=')
-		b.WriteString(e.Value)
+		b = append(append(append(b, e.Key...), '='), e.Value...)
 	}
-	return b.String()
+	return b
 }
 
 // Refused is a descriptor refused often: its domain, the descriptor as

@@ -267,5 +267,6 @@ func (s *Server) noteRefused(req algo.Request, key []byte, now int64) {
 	if len(key) > maxTopKey {
 		key = key[:maxTopKey] // the sketch holds its keys: a 256 MB key must not be one
 	}
-	s.refused.Add(scope+"\x00"+string(key), 1, now)
+	var buf [32 + maxTopKey]byte
+	s.refused.Add(append(append(append(buf[:0], scope...), 0), key...), 1, now)
 }

@@ -22,7 +22,7 @@ func TestSketchFindsHeavyHitters(t *testing.T) {
 			k = fmt.Sprintf("light%d", rng.IntN(10_000))
 		}
 		exact[k]++
-		s.Add(k, 1)
+		s.Add([]byte(k), 1)
 	}
 	got := s.Top(5)
 	if len(got) != 5 {
@@ -44,15 +44,15 @@ func TestSketchFindsHeavyHitters(t *testing.T) {
 // TestSketchReplacesLeast checks the eviction rule on a small case worked by hand.
 func TestSketchReplacesLeast(t *testing.T) {
 	s := New(2)
-	s.Add("a", 5)
-	s.Add("b", 2)
-	s.Add("c", 1) // replaces b (2): c = 3, err 2
+	s.Add([]byte("a"), 5)
+	s.Add([]byte("b"), 2)
+	s.Add([]byte("c"), 1) // replaces b (2): c = 3, err 2
 	got := s.Top(3)
 	want := []Item{{"a", 5, 0}, {"c", 3, 2}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	s.Add("x", 0) // zero counts nothing
+	s.Add([]byte("x"), 0) // zero counts nothing
 	if n := len(s.Top(5)); n != 2 {
 		t.Fatalf("after Add(x, 0): %d items", n)
 	}
@@ -64,9 +64,9 @@ func TestWindowForgetsOldBuckets(t *testing.T) {
 	const sec = 1_000_000
 	w := NewWindow(8, 60*sec, 6) // 10 s buckets
 	t0 := int64(1_000_000 * sec)
-	w.Add("old", 10, t0)
-	w.Add("new", 3, t0+30*sec)
-	w.Add("new", 4, t0+55*sec)
+	w.Add([]byte("old"), 10, t0)
+	w.Add([]byte("new"), 3, t0+30*sec)
+	w.Add([]byte("new"), 4, t0+55*sec)
 	if got := w.Top(5, t0+55*sec); fmt.Sprint(got) != fmt.Sprint([]Item{{"old", 10, 0}, {"new", 7, 0}}) {
 		t.Fatalf("at +55s: %v", got)
 	}
@@ -77,8 +77,32 @@ func TestWindowForgetsOldBuckets(t *testing.T) {
 		t.Fatalf("at +200s: %v", got)
 	}
 	// A bucket reused for a later slice starts empty.
-	w.Add("later", 1, t0+120*sec)
+	w.Add([]byte("later"), 1, t0+120*sec)
 	if got := w.Top(5, t0+120*sec); fmt.Sprint(got) != fmt.Sprint([]Item{{"later", 1, 0}}) {
 		t.Fatalf("at +120s: %v", got)
+	}
+}
+
+// BenchmarkWindowAdd adds to a window of RL.TOP's size (256 keys a bucket): keys of a
+// flood, each new (every Add evicts), and a skewed stream of 1,000 keys.
+func BenchmarkWindowAdd(b *testing.B) {
+	keys := make([][]byte, 1<<16)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "rl.token\x00user:%d", i)
+	}
+	for _, tc := range []struct {
+		name string
+		pick func(i int) []byte
+	}{
+		{"new", func(i int) []byte { return keys[i&(len(keys)-1)] }},
+		{"skewed", func(i int) []byte { return keys[(i*i)%1000] }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			w := NewWindow(256, 60_000_000, 6)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				w.Add(tc.pick(i), 1, 1_000_000)
+			}
+		})
 	}
 }
