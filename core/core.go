@@ -14,7 +14,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -63,6 +62,16 @@ type Config struct {
 	// TLSCertFile and TLSKeyFile are the PEM certificate and key every front's TLS
 	// listener serves (TLSConfig); both or neither.
 	TLSCertFile, TLSKeyFile string
+	// TLSCACertFile is the PEM file of the CAs that sign the clients' certificates.
+	TLSCACertFile string
+	// TLSAuthClients is Redis's tls-auth-clients, for every TLS front: "yes", a
+	// client must present a certificate TLSCACertFile's CAs signed, else the handshake
+	// fails; "optional", one presented must be; "no", none is asked for. Empty: yes
+	// with TLSCACertFile, no without it.
+	TLSAuthClients string
+	// TLSClientSAN, if set, is a name a client's certificate must carry among its
+	// subject alternative names (envoyproxy/ratelimit's GRPC_CLIENT_TLS_SAN).
+	TLSClientSAN string
 
 	// SnapshotPath is the snapshot file: loaded by New, saved every SnapshotInterval
 	// when something changed, by Save, and by Close (unless SkipFinalSave). Empty
@@ -133,15 +142,9 @@ func New(cfg Config) (*Core, error) {
 	if cfg.ReplBacklogSize < 0 {
 		return nil, fmt.Errorf("core: ReplBacklogSize must be 0 (default) or positive, got %d", cfg.ReplBacklogSize)
 	}
-	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
-		return nil, errors.New("core: TLSCertFile and TLSKeyFile go together: set both or neither")
-	}
-	var tlsConfig *tls.Config
-	if cfg.TLSCertFile != "" {
-		var err error
-		if tlsConfig, err = loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
-			return nil, err
-		}
+	tlsConfig, err := loadTLS(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.SnapshotInterval == 0 {
 		cfg.SnapshotInterval = DefaultSnapshotInterval
@@ -181,16 +184,6 @@ func New(cfg Config) (*Core, error) {
 		}
 	}
 	return c, nil
-}
-
-// loadTLS reads the certificate and key. No client certificate is asked for:
-// clients authenticate with the password, as with Redis's tls-auth-clients no.
-func loadTLS(certFile, keyFile string) (*tls.Config, error) {
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("core: TLS certificate %q and key %q: %w", certFile, keyFile, err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Start starts the expiry loop, the snapshot loop and replication. Every front's
@@ -267,8 +260,8 @@ func (c *Core) RunID() string { return c.runID }
 // StartTime is when New ran, for uptime.
 func (c *Core) StartTime() time.Time { return c.start }
 
-// TLSConfig is the TLS configuration of Config.TLSCertFile and TLSKeyFile, nil
-// without them. A front gives it to tls.NewListener (or grpc's credentials); it
+// TLSConfig is the TLS configuration of Config.TLSCertFile and TLSKeyFile, with the
+// client certificates Config.TLSAuthClients asks for; nil without a certificate. A front gives it to tls.NewListener (or grpc's credentials); it
 // must not be changed.
 func (c *Core) TLSConfig() *tls.Config { return c.tls }
 

@@ -174,6 +174,8 @@ var params = []param{
 	}},
 	{name: "tls-cert-file", get: func(s *Server, _ *tunables) string { return s.cfg.TLSCertFile }},
 	{name: "tls-key-file", get: func(s *Server, _ *tunables) string { return s.cfg.TLSKeyFile }},
+	{name: "tls-ca-cert-file", get: func(s *Server, _ *tunables) string { return s.cfg.TLSCACertFile }},
+	{name: "tls-auth-clients", get: func(s *Server, _ *tunables) string { return s.cfg.TLSAuthClients }},
 	{name: "protected-mode", get: constant("no")},
 	{name: "cluster-enabled", get: func(s *Server, _ *tunables) string { return yesNo(s.cfg.Cluster != nil) }},
 	{name: "enable-debug-command", get: func(s *Server, _ *tunables) string { return yesNo(s.cfg.EnableDebugCommand) }},

@@ -88,6 +88,9 @@ type Config struct {
 	// TLSCertFile and TLSKeyFile are the PEM certificate and key for ServeTLS;
 	// both or neither.
 	TLSCertFile, TLSKeyFile string
+	// TLSCACertFile, TLSAuthClients and TLSClientSAN ask TLS clients for a
+	// certificate, as core.Config's.
+	TLSCACertFile, TLSAuthClients, TLSClientSAN string
 	// MaxClients is the most connections served at once; 0 means DefaultMaxClients.
 	// Beyond it a new connection gets Redis's error and is closed.
 	MaxClients int
@@ -193,7 +196,8 @@ type Server struct {
 func (cfg Config) Core() core.Config {
 	return core.Config{Shards: cfg.Shards, MaxLogLimit: cfg.MaxLogLimit, ExpireInterval: cfg.ExpireInterval,
 		Logger: cfg.Logger, LogLevel: cfg.LogLevel, MaxMemory: cfg.MaxMemory, MaxMemoryPolicy: cfg.MaxMemoryPolicy,
-		TLSCertFile: cfg.TLSCertFile, TLSKeyFile: cfg.TLSKeyFile, SnapshotPath: cfg.SnapshotPath,
+		TLSCertFile: cfg.TLSCertFile, TLSKeyFile: cfg.TLSKeyFile, TLSCACertFile: cfg.TLSCACertFile,
+		TLSAuthClients: cfg.TLSAuthClients, TLSClientSAN: cfg.TLSClientSAN, SnapshotPath: cfg.SnapshotPath,
 		SnapshotInterval: cfg.SnapshotInterval, SnapshotIgnoreCorrupt: cfg.SnapshotIgnoreCorrupt,
 		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, ReplBacklogSize: cfg.ReplBacklogSize}
 }
@@ -203,6 +207,7 @@ func (cfg Config) withCore(cc core.Config) Config {
 	cfg.Shards, cfg.MaxLogLimit, cfg.ExpireInterval = cc.Shards, cc.MaxLogLimit, cc.ExpireInterval
 	cfg.Logger, cfg.LogLevel, cfg.MaxMemory, cfg.MaxMemoryPolicy = cc.Logger, cc.LogLevel, cc.MaxMemory, cc.MaxMemoryPolicy
 	cfg.TLSCertFile, cfg.TLSKeyFile = cc.TLSCertFile, cc.TLSKeyFile
+	cfg.TLSCACertFile, cfg.TLSAuthClients, cfg.TLSClientSAN = cc.TLSCACertFile, cc.TLSAuthClients, cc.TLSClientSAN
 	cfg.SnapshotPath, cfg.SnapshotInterval, cfg.SnapshotIgnoreCorrupt = cc.SnapshotPath, cc.SnapshotInterval, cc.SnapshotIgnoreCorrupt
 	cfg.ReplicaOf, cfg.MasterAuth, cfg.ReplBacklogSize = cc.ReplicaOf, cc.MasterAuth, cc.ReplBacklogSize
 	return cfg

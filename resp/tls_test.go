@@ -2,19 +2,12 @@ package resp
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,44 +15,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/testpki"
 )
 
-// selfSigned writes a certificate for 127.0.0.1 and its key into dir, and returns
-// their paths and a pool that trusts the certificate.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "rlserver test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
+// serverCert makes a server certificate for 127.0.0.1 and localhost, and returns its
+// files and its CA.
+func serverCert(t *testing.T) (certFile, keyFile string, ca *testpki.CA) {
+	ca = testpki.NewCA(t, "rlserver test")
+	p := ca.Server(t)
+	return p.CertFile, p.KeyFile, ca
 }
 
 // startTLSServer serves cfg on a plaintext and a TLS loopback listener at once,
@@ -96,7 +60,8 @@ func startTLSServer(t *testing.T, cfg Config) (plainAddr, tlsAddr string) {
 // TestTLS: go-redis over TLS, with a certificate made here, shares the store and
 // the password with the plaintext listener.
 func TestTLS(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	certFile, keyFile, ca := serverCert(t)
+	pool := ca.Pool
 	plainAddr, tlsAddr := startTLSServer(t, Config{TLSCertFile: certFile, TLSKeyFile: keyFile, RequirePass: "pw"})
 	ctx := context.Background()
 	for _, proto := range []int{3, 2} {
@@ -139,8 +104,7 @@ func TestTLSRedisCLI(t *testing.T) {
 	if out, _ := exec.Command(cli, "--help").CombinedOutput(); !strings.Contains(string(out), "--tls") {
 		t.Skip("redis-cli is built without TLS")
 	}
-	dir := t.TempDir()
-	certFile, keyFile, _ := selfSigned(t, dir)
+	certFile, keyFile, ca := serverCert(t)
 	_, tlsAddr := startTLSServer(t, Config{TLSCertFile: certFile, TLSKeyFile: keyFile, RequirePass: "pw"})
 	host, port, _ := net.SplitHostPort(tlsAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -149,8 +113,8 @@ func TestTLSRedisCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--cacert", certFile, "-a", "pw", "--no-auth-warning", "RL.TOKEN", "cli", "10", "1000"}, "1\n10\n9\n0\n100\n"},
-		{[]string{"--cacert", certFile, "PING"}, "NOAUTH Authentication required.\n\n"},
+		{[]string{"--cacert", ca.CertFile, "-a", "pw", "--no-auth-warning", "RL.TOKEN", "cli", "10", "1000"}, "1\n10\n9\n0\n100\n"},
+		{[]string{"--cacert", ca.CertFile, "PING"}, "NOAUTH Authentication required.\n\n"},
 	} {
 		args := append([]string{"--tls", "-h", host, "-p", port}, tc.args...)
 		out, _ := exec.CommandContext(ctx, cli, args...).CombinedOutput()
@@ -163,7 +127,7 @@ func TestTLSRedisCLI(t *testing.T) {
 // TestTLSConfig: certificate settings are checked at construction.
 func TestTLSConfig(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, _ := selfSigned(t, dir)
+	certFile, keyFile, _ := serverCert(t)
 	for _, tc := range []struct {
 		cfg  Config
 		want string

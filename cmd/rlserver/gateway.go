@@ -98,6 +98,8 @@ func ratelimitEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		{"rls-tls", tls},
 		{"tls-cert", getenv("GRPC_SERVER_TLS_CERT")},
 		{"tls-key", getenv("GRPC_SERVER_TLS_KEY")},
+		{"tls-ca-cert-file", getenv("GRPC_CLIENT_TLS_CACERT")},
+		{"tls-client-san", getenv("GRPC_CLIENT_TLS_SAN")},
 		{"metrics-addr", metrics},
 	} {
 		if err := set(kv[0], kv[1]); err != nil {

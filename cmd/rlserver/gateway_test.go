@@ -66,6 +66,10 @@ func TestRatelimitEnv(t *testing.T) {
 	if _, err := parseFlags(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "loglevel") {
 		t.Errorf("LOG_LEVEL=loud: %v, want an error naming -loglevel", err)
 	}
+	getenv = envOf(map[string]string{"GRPC_CLIENT_TLS_CACERT": "/tls/ca.pem", "GRPC_CLIENT_TLS_SAN": "envoy"})
+	if o, err = parseFlags(nil, io.Discard); err != nil || o.cfg.TLSCACertFile != "/tls/ca.pem" || o.cfg.TLSClientSAN != "envoy" {
+		t.Errorf("GRPC_CLIENT_TLS_*: CA %q SAN %q, %v", o.cfg.TLSCACertFile, o.cfg.TLSClientSAN, err)
+	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "rl.conf")
 	if err := os.WriteFile(conf, []byte("rls-addr 127.0.0.1:2\n"), 0o644); err != nil {
