@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/rlserver/rlserver/action"
@@ -37,26 +36,15 @@ func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.count("check", nil, pb.RateLimitResponse_Code(resp.Overall))
-	h := w.Header()
-	names := s.cfg.Headers
-	if names == (Headers{}) {
-		names = DefaultHeaders
-	}
-	for i, hv := range headers(resp, names) {
-		h.Set(hv.Key, hv.Value)
-		h.Set(xNames[i], hv.Value)
-	}
+	refused := resp.Overall == policy.CodeOverLimit && !s.cfg.ShadowMode
+	s.checkNames.Answer(w.Header(), resp.Statuses, refused)
 	switch {
-	case resp.Overall == policy.CodeOverLimit && !s.cfg.ShadowMode:
-		h.Set("Retry-After", strconv.FormatInt(retryAfter(resp), 10))
+	case refused:
 		w.WriteHeader(refusal)
 	case resp.Overall == policy.CodeUnknown:
 		http.Error(w, "rlserver: the engine decided nothing", http.StatusInternalServerError)
 	}
 }
-
-// xNames are the lessons' headers, in the order headers() gives theirs.
-var xNames = [3]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
 
 // checkRequest reads /check's query, and the request it describes.
 func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
@@ -174,20 +162,4 @@ func (s *Server) checkFailed(w http.ResponseWriter, err error) {
 		s.cfg.Logger.Error("rls: /check failed", "err", err)
 	}
 	http.Error(w, err.Error(), code)
-}
-
-// retryAfter is the whole seconds, rounded up and at least 1, until every refused
-// descriptor admits again: never early.
-func retryAfter(r policy.Response) int64 {
-	var d time.Duration
-	for _, st := range r.Statuses {
-		if st.Code == policy.CodeOverLimit {
-			retry := st.RetryAfter
-			if retry == 0 { // a rule that tells only its reset
-				retry = st.ResetAfter
-			}
-			d = max(d, retry)
-		}
-	}
-	return max(1, int64((d+time.Second-1)/time.Second))
 }

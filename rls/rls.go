@@ -7,6 +7,7 @@
 package rls
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -20,6 +21,7 @@ import (
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/action"
 	"github.com/rlserver/rlserver/policy"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -93,8 +95,10 @@ type Server struct {
 	health *health.Server
 	http   *http.Server
 	calls  *prometheus.CounterVec
-	stop   chan struct{}
-	once   sync.Once
+	// checkNames are /check's headers: Config.Headers', or DefaultHeaders, and X-RateLimit-*.
+	checkNames action.Names
+	stop       chan struct{}
+	once       sync.Once
 	// serving is the role last written to the health service; known once written.
 	// Only New, then watchRole's goroutine, touch them.
 	serving, known bool
@@ -115,6 +119,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, stop: make(chan struct{})}
+	names := cmp.Or(cfg.Headers, DefaultHeaders)
+	s.checkNames = action.NewNames(names.Limit, names.Remaining, names.Reset)
 	s.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rlserver_rls_requests_total",
 		Help: "Decisions asked by front (grpc, http, check) and outcome (ok, over_limit, unknown, invalid, unavailable).",
