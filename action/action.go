@@ -65,6 +65,9 @@ type act struct {
 // Descriptor is one parsed descriptor: its actions in order.
 type Descriptor struct{ acts []act }
 
+// Len is how many entries d builds when it applies.
+func (d Descriptor) Len() int { return len(d.acts) }
+
 // Parse parses one descriptor spec, e.g. "remote_address,path" or
 // "request_headers:X-Api-Key:api_key".
 func Parse(spec string) (Descriptor, error) {
@@ -164,7 +167,7 @@ func (d Descriptor) Build(dst []policy.Entry, r *http.Request, o Options) ([]pol
 		case remoteAddress:
 			v = ClientIP(r, o.Trusted).String()
 		case requestHeader:
-			vs := r.Header.Values(a.header)
+			vs := r.Header[a.header] // canonical since Parse
 			if len(vs) == 0 {
 				return dst, false
 			}
@@ -192,11 +195,11 @@ func (d Descriptor) Build(dst []policy.Entry, r *http.Request, o Options) ([]pol
 	return dst, true
 }
 
-// first is the first of names that h carries, or "".
+// first is the first of names (canonical) that h carries, or "".
 func first(h http.Header, names ...string) string {
 	for _, n := range names {
-		if v := h.Get(n); v != "" {
-			return v
+		if vs := h[n]; len(vs) > 0 && vs[0] != "" {
+			return vs[0]
 		}
 	}
 	return ""

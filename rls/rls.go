@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -95,10 +96,16 @@ type Server struct {
 	health *health.Server
 	http   *http.Server
 	calls  *prometheus.CounterVec
+	// counters are calls' counters by front and outcome (count), each a
+	// prometheus.Counter once counted.
+	counters [len(frontLabels)][len(outcomeLabels)]atomic.Value
 	// checkNames are /check's headers: Config.Headers', or DefaultHeaders, and X-RateLimit-*.
 	checkNames action.Names
-	stop       chan struct{}
-	once       sync.Once
+	// queries are /check's queries parsed (checkQuery), cachedQueries of them.
+	queries       sync.Map
+	cachedQueries atomic.Int64
+	stop          chan struct{}
+	once          sync.Once
 	// serving is the role last written to the health service; known once written.
 	// Only New, then watchRole's goroutine, touch them.
 	serving, known bool
