@@ -101,7 +101,8 @@ func (s *Server) checkQuery(raw string) (*checkQuery, error) {
 		return nil, err
 	}
 	if len(raw) <= maxCachedQueryLen && s.cachedQueries.Load() < maxCachedQueries {
-		if _, loaded := s.queries.LoadOrStore(raw, q); !loaded {
+		// A copy: raw shares the whole request line's memory.
+		if _, loaded := s.queries.LoadOrStore(strings.Clone(raw), q); !loaded {
 			s.cachedQueries.Add(1)
 		}
 	}
