@@ -131,7 +131,7 @@ func (f Fallback) String() string {
 // first five counts.
 type Stats struct {
 	Allowed  uint64 // passed on: every dimension that applies allowed it, and it had a place
-	Limited  uint64 // answered 429 because a dimension denied it
+	Limited  uint64 // answered 429 because a dimension or the policy denied it (400: rlserver refused its descriptors)
 	Busy     uint64 // answered 429 because its Concurrency key had no place free
 	Bypassed uint64 // health checks, not limited
 	Failed   uint64 // the limiter failed or timed out: served (fail open) or 429 (fail closed)
