@@ -1,6 +1,7 @@
 // Package action builds a request's rate limit descriptors from HTTP, with the words of
-// Envoy's rate limit actions, so that a gateway's /check query and a Go service's
-// middleware name descriptors the same way and share one policy file.
+// Envoy's rate limit actions, and answers the decision in headers (Names.Answer), so
+// that a gateway's /check and a Go service's middleware name descriptors, find the
+// client's address (ClientIP) and answer the same way, and share one policy file.
 //
 // A descriptor is a comma-separated list of actions, each one entry:
 //
@@ -23,7 +24,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -64,6 +64,9 @@ type act struct {
 
 // Descriptor is one parsed descriptor: its actions in order.
 type Descriptor struct{ acts []act }
+
+// Len is how many entries d builds when it applies.
+func (d Descriptor) Len() int { return len(d.acts) }
 
 // Parse parses one descriptor spec, e.g. "remote_address,path" or
 // "request_headers:X-Api-Key:api_key".
@@ -164,7 +167,7 @@ func (d Descriptor) Build(dst []policy.Entry, r *http.Request, o Options) ([]pol
 		case remoteAddress:
 			v = ClientIP(r, o.Trusted).String()
 		case requestHeader:
-			vs := r.Header.Values(a.header)
+			vs := r.Header[a.header] // canonical since Parse
 			if len(vs) == 0 {
 				return dst, false
 			}
@@ -192,11 +195,11 @@ func (d Descriptor) Build(dst []policy.Entry, r *http.Request, o Options) ([]pol
 	return dst, true
 }
 
-// first is the first of names that h carries, or "".
+// first is the first of names (canonical) that h carries, or "".
 func first(h http.Header, names ...string) string {
 	for _, n := range names {
-		if v := h.Get(n); v != "" {
-			return v
+		if vs := h[n]; len(vs) > 0 && vs[0] != "" {
+			return vs[0]
 		}
 	}
 	return ""
@@ -209,70 +212,91 @@ var Loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustPa
 func ParsePrefixes(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, s := range strings.Split(list, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
+		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		if p, err := netip.ParsePrefix(s); err == nil {
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(s)
+		p, err := ParsePrefix(s)
 		if err != nil {
-			return nil, fmt.Errorf("trusted proxy %q: not a CIDR or an address", s)
+			return nil, err
 		}
-		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		out = append(out, p)
 	}
 	return out, nil
 }
 
-// ClientIP is r's client address: when the peer is a trusted proxy, the rightmost
-// address of X-Forwarded-For that is not one, else X-Real-IP; otherwise the peer.
-// An unparsable forwarded entry stops the walk: what is left of it is the client's
-// own claim. A peer that is no address (a Unix socket) is the zero Addr, "invalid IP".
-func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
-	peer := addrOf(r.RemoteAddr)
-	if !isTrusted(peer, trusted) {
-		return peer
+// ParsePrefix parses a trusted proxy: a CIDR, or one address as a prefix of its full
+// length (IPv4-mapped IPv6 read as IPv4).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
 	}
-	if a, ok := forwardedFor(r.Header.Values("X-Forwarded-For"), trusted); ok {
-		return a
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("trusted proxy %q: not a CIDR or an address", s)
 	}
-	if a, err := netip.ParseAddr(strings.TrimSpace(r.Header.Get("X-Real-Ip"))); err == nil {
-		return a.Unmap()
-	}
-	return peer
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// forwardedFor is the rightmost address of the X-Forwarded-For lines that is not
-// trusted; false when there is none before the first entry that is no address.
-func forwardedFor(lines []string, trusted []netip.Prefix) (netip.Addr, bool) {
-	for i := len(lines) - 1; i >= 0; i-- {
-		parts := strings.Split(lines[i], ",")
-		for j := len(parts) - 1; j >= 0; j-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
-			if err != nil {
-				return netip.Addr{}, false
+// ClientIP is r's client address, the one rule of /check and the middleware. It is
+// the peer's address, unless the peer is a trusted proxy: then X-Forwarded-For is
+// read from the right (the hop the proxy added) leftwards past the trusted proxies,
+// and the first address not trusted is the client; everything left of it could be
+// forged. When every hop is trusted, or a hop is no address (what is left of it is
+// the client's own claim), X-Real-IP when it is an address, else the last trusted hop
+// reached (the peer when there is none), grouping its clients under one key rather
+// than believing garbage. Hops may carry a port. A peer that is no address (a Unix
+// socket) is the zero Addr, "invalid IP".
+func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	addr := parseHost(r.RemoteAddr)
+	if !isTrusted(addr, trusted) {
+		return addr
+	}
+	h := r.Header
+	hops := h["X-Forwarded-For"]
+walk:
+	for i := len(hops) - 1; i >= 0; i-- {
+		line := hops[i]
+		for line != "" {
+			var hop string
+			if j := strings.LastIndexByte(line, ','); j >= 0 {
+				line, hop = line[:j], line[j+1:]
+			} else {
+				line, hop = "", line
 			}
-			if a = a.Unmap(); !isTrusted(a, trusted) {
-				return a, true
+			a := parseHost(strings.TrimSpace(hop))
+			if !a.IsValid() {
+				break walk
 			}
+			if !isTrusted(a, trusted) {
+				return a
+			}
+			addr = a
 		}
 	}
-	return netip.Addr{}, false
+	if vs := h["X-Real-Ip"]; len(vs) > 0 {
+		if a, err := netip.ParseAddr(strings.TrimSpace(vs[0])); err == nil {
+			return a.Unmap()
+		}
+	}
+	return addr
 }
 
-// addrOf is host:port's address, unmapped.
-func addrOf(hostPort string) netip.Addr {
-	host, _, err := net.SplitHostPort(hostPort)
-	if err != nil {
-		host = hostPort
+// parseHost reads an address with or without a port ("192.0.2.1", "192.0.2.1:80",
+// "[2001:db8::1]:80"), IPv4-mapped IPv6 read as IPv4; the zero Addr if it is none.
+func parseHost(s string) netip.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap()
 	}
-	a, _ := netip.ParseAddr(host)
+	a, _ := netip.ParseAddr(s)
 	return a.Unmap()
 }
 
+// isTrusted reports whether a is within trusted; the zero Addr never is.
 func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	if !a.IsValid() {
+		return false
+	}
 	for _, p := range trusted {
 		if p.Contains(a) {
 			return true

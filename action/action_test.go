@@ -2,8 +2,9 @@ package action
 
 import (
 	"net/http"
-	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/policy"
 )
@@ -21,7 +22,11 @@ func TestClientIP(t *testing.T) {
 		{"192.0.2.1:5", "198.51.100.1", "198.51.100.2", "192.0.2.1"},              // untrusted peer: its own address
 		{"127.0.0.1:5", "198.51.100.1, 203.0.113.9, 10.1.1.1", "", "203.0.113.9"}, // rightmost untrusted
 		{"127.0.0.1:5", "10.1.1.1", "198.51.100.2", "198.51.100.2"},               // all trusted: X-Real-IP
-		{"127.0.0.1:5", "junk, 10.1.1.1", "", "127.0.0.1"},                        // a claim that is no address
+		{"127.0.0.1:5", "junk, 10.1.1.1", "", "10.1.1.1"},                         // a claim that is no address: the last trusted hop
+		{"127.0.0.1:5", "junk, 10.1.1.1", "198.51.100.2", "198.51.100.2"},         // ... unless X-Real-IP
+		{"127.0.0.1:5", "10.1.1.2, 10.1.1.1", "", "10.1.1.2"},                     // all trusted, no X-Real-IP: the leftmost
+		{"127.0.0.1:5", "[2001:db8::1]:443, 10.0.0.2:80", "", "2001:db8::1"},      // hops with ports
+		{"@", "198.51.100.1", "198.51.100.2", "invalid IP"},                       // a peer that is no address
 		{"[::1]:5", "", "::ffff:198.51.100.3", "198.51.100.3"},                    // unmapped
 		{"[::ffff:10.0.0.1]:5", "2001:db8::1", "", "2001:db8::1"},                 // mapped peer trusted
 	} {
@@ -32,7 +37,7 @@ func TestClientIP(t *testing.T) {
 		if tc.realIP != "" {
 			r.Header.Set("X-Real-IP", tc.realIP)
 		}
-		if got := ClientIP(r, trusted); got != netip.MustParseAddr(tc.want) {
+		if got := ClientIP(r, trusted).String(); got != tc.want {
 			t.Errorf("peer %s XFF %q X-Real-IP %q: %v, want %s", tc.peer, tc.xff, tc.realIP, got, tc.want)
 		}
 	}
@@ -76,6 +81,46 @@ func TestBuild(t *testing.T) {
 	for _, bad := range []string{"", "cookie", "remote_address:", "generic_key", "request_headers:a", "path:a:b", "method,,host"} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}
+
+// TestAnswer: the headers tell the last status over its limit, else the one with a
+// rule nearest its limit; Retry-After is the longest wait of the refused, rounded up.
+func TestAnswer(t *testing.T) {
+	five, ten := &policy.Limit{RequestsPerUnit: 5}, &policy.Limit{RequestsPerUnit: 10}
+	ok := func(l *policy.Limit, rem uint32, reset time.Duration) policy.Status {
+		return policy.Status{Code: policy.CodeOK, Limit: l, Remaining: rem, ResetAfter: reset}
+	}
+	over := func(l *policy.Limit, reset, retry time.Duration) policy.Status {
+		return policy.Status{Code: policy.CodeOverLimit, Limit: l, ResetAfter: reset, RetryAfter: retry}
+	}
+	for i, tc := range []struct {
+		sts     []policy.Status
+		refused bool
+		want    string // limit remaining reset [retry-after]
+		wait    time.Duration
+	}{
+		{[]policy.Status{ok(nil, 0, 0)}, false, "", 0},
+		{[]policy.Status{ok(ten, 7, 1500*time.Millisecond), ok(five, 3, 59*time.Second), ok(nil, 0, 0)}, false, "5 3 59", 0},
+		{[]policy.Status{over(five, 30*time.Second, 2500*time.Millisecond), ok(ten, 0, time.Second), over(ten, 9*time.Second, 0)}, true,
+			"10 0 9 9", 9 * time.Second},
+		{[]policy.Status{over(five, 0, 10*time.Millisecond)}, true, "5 0 0 1", 10 * time.Millisecond},
+		{[]policy.Status{over(nil, 0, 0)}, true, "1", 0},
+	} {
+		h := http.Header{}
+		wait := DefaultNames.Answer(h, tc.sts, tc.refused)
+		var got []string
+		for _, k := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"} {
+			got = append(got, h.Values(k)...)
+		}
+		for _, k := range []string{"Limit", "Remaining", "Reset"} {
+			if h.Get("X-RateLimit-"+k) != h.Get("RateLimit-"+k) {
+				t.Errorf("case %d: X-RateLimit-%s %q, RateLimit-%s %q", i, k, h.Get("X-RateLimit-"+k), k, h.Get("RateLimit-"+k))
+			}
+		}
+		if strings.Join(got, " ") != tc.want || wait != tc.wait {
+			t.Errorf("case %d: %q, wait %v; want %q, %v", i, strings.Join(got, " "), wait, tc.want, tc.wait)
 		}
 	}
 }

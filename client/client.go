@@ -299,6 +299,13 @@ func maxLogLimit(n int) (int64, error) {
 // (Options.Fallback).
 func (c *Client) HasFallback() bool { return c.fallback != nil }
 
+// HasPolicy reports whether c decides policies (Policy): a Client made by New, whose
+// server is rlserver.
+func (c *Client) HasPolicy() bool {
+	_, ok := c.backend.(serverBackend)
+	return ok
+}
+
 // Allow decides one request of cost 1 on key under l, consuming it if allowed.
 func (c *Client) Allow(ctx context.Context, key string, l Limit) (Result, error) {
 	return c.call(ctx, key, l, 1, false)

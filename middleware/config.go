@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rlserver/rlserver/action"
 	"github.com/rlserver/rlserver/client"
 )
 
@@ -54,7 +55,7 @@ type Concurrency struct {
 	Lease time.Duration
 }
 
-// Config configures a Limiter. Client is required, and Dimensions or Concurrency;
+// Config configures a Limiter. Client is required, and Dimensions, Concurrency or Policy;
 // every other zero field takes its default.
 type Config struct {
 	// Client makes the calls, on any backend.
@@ -72,9 +73,13 @@ type Config struct {
 	// set when the Limiter wraps a handler registered on a ServeMux) or else the
 	// method and path. Keep its answers few: each one is a key.
 	Route func(*http.Request) string
+	// Policy, if not nil, takes the limits from the policy rlserver runs with
+	// (-limits), as a gateway's /check does, instead of Dimensions and Concurrency: see
+	// Policy. Client must then be on rlserver (client.New), and Fallback open or closed.
+	Policy *Policy
 	// TrustedProxies are the CIDRs (or single addresses) of the proxies whose
-	// X-Forwarded-For is believed; nil means none, and the peer's address is the
-	// client's.
+	// X-Forwarded-For and X-Real-IP are believed (Limiter.ClientIP); nil means none,
+	// and the peer's address is the client's.
 	TrustedProxies []string
 	// HealthPaths bypass the limiter, matched exactly against the URL path; nil means
 	// DefaultHealthPaths(), an empty slice none.
@@ -126,7 +131,7 @@ func (f Fallback) String() string {
 // first five counts.
 type Stats struct {
 	Allowed  uint64 // passed on: every dimension that applies allowed it, and it had a place
-	Limited  uint64 // answered 429 because a dimension denied it
+	Limited  uint64 // answered 429 because a dimension or the policy denied it (400: rlserver refused its descriptors)
 	Busy     uint64 // answered 429 because its Concurrency key had no place free
 	Bypassed uint64 // health checks, not limited
 	Failed   uint64 // the limiter failed or timed out: served (fail open) or 429 (fail closed)
@@ -140,8 +145,8 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("middleware: Config.Client is required")
 	}
-	if len(cfg.Dimensions) == 0 && cfg.Concurrency == nil {
-		return nil, errors.New("middleware: Config.Dimensions is empty and Config.Concurrency nil: nothing to limit")
+	if len(cfg.Dimensions) == 0 && cfg.Concurrency == nil && cfg.Policy == nil {
+		return nil, errors.New("middleware: Config.Dimensions is empty, and Config.Concurrency and Config.Policy nil: nothing to limit")
 	}
 	l := &Limiter{
 		client:      cfg.Client,
@@ -157,6 +162,12 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if cfg.Timeout < 0 || cfg.LogInterval < 0 {
 		return nil, errors.New("middleware: Config.Timeout and Config.LogInterval must not be negative")
+	}
+	if cfg.Policy != nil {
+		var err error
+		if l.policy, err = newPolicyRules(cfg); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case cfg.FailClosed && cfg.Fallback == FallbackOpen:
@@ -208,9 +219,9 @@ func New(cfg Config) (*Limiter, error) {
 		l.conc = &concurrency{Concurrency: *c, prefix: prefix + c.Name + ":"}
 	}
 	for _, p := range cfg.TrustedProxies {
-		cidr, err := parsePrefix(p)
+		cidr, err := action.ParsePrefix(p)
 		if err != nil {
-			return nil, fmt.Errorf("middleware: trusted proxy %q: not a CIDR or an IP address", p)
+			return nil, fmt.Errorf("middleware: %w", err)
 		}
 		l.trusted = append(l.trusted, cidr)
 	}

@@ -4,8 +4,8 @@
 //
 // A request is checked against several dimensions, each its own limit and its own
 // key: the user (a function of yours: most precise, but a login endpoint has no user
-// yet), the client IP (protects public endpoints; X-Forwarded-For is read only from
-// trusted proxies), the route (protects what is expensive), or a combination. All of
+// yet), the client IP (protects public endpoints; X-Forwarded-For and X-Real-IP are
+// read only from trusted proxies, by the rule /check follows: Limiter.ClientIP), the route (protects what is expensive), or a combination. All of
 // them are decided in one call, all or nothing (client.AllowAll, RL.ALL): a request
 // is served only if every dimension admits it, and a request that one dimension
 // refuses consumes nothing in the others. (On a Redis Cluster, that call's keys must
@@ -45,6 +45,20 @@
 // for a dimension that denied, until the request may be retried, as the draft asks
 // (Retry-After is never earlier than the end of t). On a denied request, a dimension
 // that admitted shows the r it would have left, had the request passed.
+//
+// Config.Policy takes the limits from the policy rlserver runs with (-limits) instead of
+// Dimensions: a domain and descriptors in the words of rlserver's /check query
+// (remote_address, request_headers:HEADER:KEY, generic_key:VALUE, method, path, host),
+// built per request by package action, as /check builds them, and decided in one
+// client.Policy call (RL.POLICY). A gateway asking /check and a Go service behind it
+// then run one policy file on one rlserver and spend one count. A descriptor whose
+// header is missing is dropped, as Envoy drops it; with every descriptor dropped the
+// request is served unasked. The answer is /check's: RateLimit-Limit, -Remaining and
+// -Reset and the same as X-RateLimit-* of the descriptor nearest its limit (the last
+// refused), on 429 Retry-After (whole seconds, rounded up) and the body above; a
+// request whose descriptors rlserver refuses (a value over 4 KB) gets 400 with the
+// reason, never passed on unlimited. FallbackLocal has no policy to decide by: New
+// refuses it.
 //
 // A Leaky dimension shapes rather than refuses: an allowed request waits its turn
 // (client.Result.RetryAfter) before the handler runs, and a client that leaves

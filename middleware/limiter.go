@@ -19,6 +19,7 @@ type Limiter struct {
 	client      *client.Client
 	dims        []dimension
 	conc        *concurrency // nil without Config.Concurrency
+	policy      *policyRules // nil without Config.Policy
 	needs       Keys
 	user        func(*http.Request) string
 	route       func(*http.Request) string
@@ -107,6 +108,10 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	if l.health[r.URL.Path] {
 		l.bypassed.Add(1)
 		next.ServeHTTP(w, r)
+		return
+	}
+	if l.policy != nil {
+		l.servePolicy(w, r, next)
 		return
 	}
 	var user, ip, route string

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/rlserver/rlserver/action"
@@ -37,82 +36,30 @@ func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.count("check", nil, pb.RateLimitResponse_Code(resp.Overall))
-	h := w.Header()
-	names := s.cfg.Headers
-	if names == (Headers{}) {
-		names = DefaultHeaders
-	}
-	for i, hv := range headers(resp, names) {
-		h.Set(hv.Key, hv.Value)
-		h.Set(xNames[i], hv.Value)
-	}
+	refused := resp.Overall == policy.CodeOverLimit && !s.cfg.ShadowMode
+	s.checkNames.Answer(w.Header(), resp.Statuses, refused)
 	switch {
-	case resp.Overall == policy.CodeOverLimit && !s.cfg.ShadowMode:
-		h.Set("Retry-After", strconv.FormatInt(retryAfter(resp), 10))
+	case refused:
 		w.WriteHeader(refusal)
 	case resp.Overall == policy.CodeUnknown:
 		http.Error(w, "rlserver: the engine decided nothing", http.StatusInternalServerError)
 	}
 }
 
-// xNames are the lessons' headers, in the order headers() gives theirs.
-var xNames = [3]string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
-
 // checkRequest reads /check's query, and the request it describes.
 func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
-	req := policy.Request{Hits: 1}
-	refusal := http.StatusTooManyRequests
 	raw, uri := splitURI(r.URL.RawQuery)
-	q, err := url.ParseQuery(raw)
+	q, err := s.checkQuery(raw)
 	if err != nil {
-		return req, 0, invalid("query: %v", err)
+		return policy.Request{Hits: 1}, 0, err
 	}
-	specs := q["descriptor"]
-	if len(specs) > policy.MaxDescriptors {
-		return req, 0, invalid("%d descriptors, more than %d", len(specs), policy.MaxDescriptors)
-	}
-	hitsSet := false
-	for name, vs := range q {
-		if len(vs) != 1 && name != "descriptor" {
-			return req, 0, invalid("%s= given %d times", shorten(name), len(vs))
-		}
-		switch v := vs[0]; name {
-		case "descriptor":
-		case "domain":
-			req.Domain = v
-		case "hits":
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil || n > policy.MaxHits {
-				return req, 0, invalid("hits=%q: want a whole number up to %d", shorten(v), uint64(policy.MaxHits))
-			}
-			req.Hits, hitsSet = n, true
-		case "status":
-			switch v {
-			case "429", "403", "401":
-				refusal, _ = strconv.Atoi(v)
-			default:
-				return req, 0, invalid("status=%q: want 429, 403 or 401", shorten(v))
-			}
-		default:
-			return req, 0, invalid("unknown parameter %q (domain, descriptor, hits, status)", shorten(name))
-		}
-	}
-	if req.Domain == "" {
-		return req, 0, invalid("domain= is missing")
-	}
-	if len(specs) == 0 {
-		return req, 0, invalid("no descriptor=")
-	}
+	req := policy.Request{Domain: q.domain, Hits: q.hits, Descriptors: make([]policy.Descriptor, 0, len(q.descs))}
 	opts := action.Options{Trusted: s.cfg.TrustedProxies, Subrequest: true, URI: uri}
 	if opts.Trusted == nil {
 		opts.Trusted = action.Loopback
 	}
-	var entries []policy.Entry
-	for i, spec := range specs {
-		d, err := action.Parse(spec)
-		if err != nil {
-			return req, 0, invalid("descriptor %d: %v", i, err)
-		}
+	entries := make([]policy.Entry, 0, q.entries)
+	for _, d := range q.descs {
 		start := len(entries)
 		var ok bool
 		if entries, ok = d.Build(entries, r, opts); !ok {
@@ -120,9 +67,99 @@ func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
 			continue
 		}
 		// hits=0 checks without spending: RLS's hits_addend set to 0.
-		req.Descriptors = append(req.Descriptors, policy.Descriptor{Entries: entries[start:len(entries):len(entries)], Hits: req.Hits, HitsSet: hitsSet})
+		req.Descriptors = append(req.Descriptors, policy.Descriptor{Entries: entries[start:len(entries):len(entries)], Hits: q.hits, HitsSet: q.hitsSet})
 	}
-	return req, refusal, nil
+	return req, q.refusal, nil
+}
+
+// checkQuery is a /check query parsed: what of the request does not depend on the
+// request it describes.
+type checkQuery struct {
+	domain  string
+	descs   []action.Descriptor
+	entries int // the descriptors' actions, all told
+	hits    uint64
+	hitsSet bool
+	refusal int
+}
+
+// The bounds of the queries kept parsed, about 1 MB all told: a gateway sends a few
+// short ones, its configuration; a client making up new or long ones parses its own.
+const (
+	maxCachedQueries  = 1024
+	maxCachedQueryLen = 512
+)
+
+// checkQuery is the raw query parsed, from the cache when it was seen before: a
+// gateway sends the same few queries again and again.
+func (s *Server) checkQuery(raw string) (*checkQuery, error) {
+	if q, ok := s.queries.Load(raw); ok {
+		return q.(*checkQuery), nil
+	}
+	q, err := parseCheckQuery(raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) <= maxCachedQueryLen && s.cachedQueries.Load() < maxCachedQueries {
+		// A copy: raw shares the whole request line's memory.
+		if _, loaded := s.queries.LoadOrStore(strings.Clone(raw), q); !loaded {
+			s.cachedQueries.Add(1)
+		}
+	}
+	return q, nil
+}
+
+// parseCheckQuery parses /check's query, uri= cut off.
+func parseCheckQuery(raw string) (*checkQuery, error) {
+	q := &checkQuery{hits: 1, refusal: http.StatusTooManyRequests}
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, invalid("query: %v", err)
+	}
+	specs := vals["descriptor"]
+	if len(specs) > policy.MaxDescriptors {
+		return nil, invalid("%d descriptors, more than %d", len(specs), policy.MaxDescriptors)
+	}
+	for name, vs := range vals {
+		if len(vs) != 1 && name != "descriptor" {
+			return nil, invalid("%s= given %d times", shorten(name), len(vs))
+		}
+		switch v := vs[0]; name {
+		case "descriptor":
+		case "domain":
+			q.domain = v
+		case "hits":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil || n > policy.MaxHits {
+				return nil, invalid("hits=%q: want a whole number up to %d", shorten(v), uint64(policy.MaxHits))
+			}
+			q.hits, q.hitsSet = n, true
+		case "status":
+			switch v {
+			case "429", "403", "401":
+				q.refusal, _ = strconv.Atoi(v)
+			default:
+				return nil, invalid("status=%q: want 429, 403 or 401", shorten(v))
+			}
+		default:
+			return nil, invalid("unknown parameter %q (domain, descriptor, hits, status)", shorten(name))
+		}
+	}
+	if q.domain == "" {
+		return nil, invalid("domain= is missing")
+	}
+	if len(specs) == 0 {
+		return nil, invalid("no descriptor=")
+	}
+	for i, spec := range specs {
+		d, err := action.Parse(spec)
+		if err != nil {
+			return nil, invalid("descriptor %d: %v", i, err)
+		}
+		q.descs = append(q.descs, d)
+		q.entries += d.Len()
+	}
+	return q, nil
 }
 
 // splitURI cuts a last uri= off the query: the rest of it, raw, is the original
@@ -174,20 +211,4 @@ func (s *Server) checkFailed(w http.ResponseWriter, err error) {
 		s.cfg.Logger.Error("rls: /check failed", "err", err)
 	}
 	http.Error(w, err.Error(), code)
-}
-
-// retryAfter is the whole seconds, rounded up and at least 1, until every refused
-// descriptor admits again: never early.
-func retryAfter(r policy.Response) int64 {
-	var d time.Duration
-	for _, st := range r.Statuses {
-		if st.Code == policy.CodeOverLimit {
-			retry := st.RetryAfter
-			if retry == 0 { // a rule that tells only its reset
-				retry = st.ResetAfter
-			}
-			d = max(d, retry)
-		}
-	}
-	return max(1, int64((d+time.Second-1)/time.Second))
 }

@@ -175,3 +175,39 @@ func TestCheckBadInput(t *testing.T) {
 		t.Fatalf("a replica left %d keys", n)
 	}
 }
+
+// TestCheckQueryCache: a query seen before is not parsed again, and what is kept is
+// bounded: valid queries only, short ones, up to maxCachedQueries.
+func TestCheckQueryCache(t *testing.T) {
+	e, _ := newEngine(t, checkPolicy)
+	s, err := New(Config{Decider: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first, err := s.checkQuery("domain=edge&descriptor=remote_address&status=403")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.checkQuery("domain=edge&descriptor=remote_address&status=403"); again != first || first.refusal != 403 {
+		t.Fatalf("the same query parsed again (%p, %p) or wrongly (%+v)", first, again, first)
+	}
+	if _, err := s.checkQuery("domain=edge&descriptor=cookie"); err == nil {
+		t.Fatal("a bad query parsed")
+	}
+	long := "domain=edge&descriptor=generic_key:" + strings.Repeat("v", maxCachedQueryLen)
+	if _, err := s.checkQuery(long); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.cachedQueries.Load(); n != 1 {
+		t.Fatalf("%d queries kept after a bad one and a long one, want 1", n)
+	}
+	for i := range maxCachedQueries + 100 {
+		if _, err := s.checkQuery("domain=edge&descriptor=generic_key:" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.cachedQueries.Load(); n != maxCachedQueries {
+		t.Fatalf("%d queries kept, want at most %d", n, maxCachedQueries)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/policy"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -66,20 +67,38 @@ func grpcError(err error) error {
 	}
 }
 
+// The labels of the front's counters, in the order of Server.counters.
+var (
+	frontLabels   = [...]string{"grpc", "http", "check"}
+	outcomeLabels = [...]string{"ok", "over_limit", "unknown", "invalid", "unavailable"}
+)
+
 // count adds a call to the front's counters.
 func (s *Server) count(front string, err error, code pb.RateLimitResponse_Code) {
-	outcome := "ok"
+	o := 0
 	switch {
 	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, ErrMalformed):
-		outcome = "invalid"
+		o = 3
 	case err != nil:
-		outcome = "unavailable"
+		o = 4
 	case code == pb.RateLimitResponse_OVER_LIMIT:
-		outcome = "over_limit"
+		o = 1
 	case code == pb.RateLimitResponse_UNKNOWN:
-		outcome = "unknown"
+		o = 2
 	}
-	s.calls.WithLabelValues(front, outcome).Inc()
+	f := 0
+	for f < len(frontLabels)-1 && frontLabels[f] != front {
+		f++
+	}
+	// Looked up once, at its first call: a series appears when first counted, as
+	// with WithLabelValues each time, without hashing the labels every call.
+	slot := &s.counters[f][o]
+	c, _ := slot.Load().(prometheus.Counter)
+	if c == nil {
+		c = s.calls.WithLabelValues(frontLabels[f], outcomeLabels[o])
+		slot.Store(c)
+	}
+	c.Inc()
 }
 
 // shouldRateLimitHandler is the generated handler but for a body that does not
@@ -90,7 +109,7 @@ func shouldRateLimitHandler(srv any, ctx context.Context, dec func(any) error, i
 		return nil, err
 	}
 	if u.err != nil {
-		srv.(*grpcService).calls.WithLabelValues("grpc", "invalid").Inc()
+		(*Server)(srv.(*grpcService)).count("grpc", ErrMalformed, 0)
 		return nil, status.Error(codes.InvalidArgument, ErrMalformed.Error()+": "+u.err.Error())
 	}
 	in := &u.req

@@ -7,6 +7,7 @@
 package rls
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -16,10 +17,12 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/action"
 	"github.com/rlserver/rlserver/policy"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -93,8 +96,16 @@ type Server struct {
 	health *health.Server
 	http   *http.Server
 	calls  *prometheus.CounterVec
-	stop   chan struct{}
-	once   sync.Once
+	// counters are calls' counters by front and outcome (count), each a
+	// prometheus.Counter once counted.
+	counters [len(frontLabels)][len(outcomeLabels)]atomic.Value
+	// checkNames are /check's headers: Config.Headers', or DefaultHeaders, and X-RateLimit-*.
+	checkNames action.Names
+	// queries are /check's queries parsed (checkQuery), cachedQueries of them.
+	queries       sync.Map
+	cachedQueries atomic.Int64
+	stop          chan struct{}
+	once          sync.Once
 	// serving is the role last written to the health service; known once written.
 	// Only New, then watchRole's goroutine, touch them.
 	serving, known bool
@@ -115,6 +126,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, stop: make(chan struct{})}
+	names := cmp.Or(cfg.Headers, DefaultHeaders)
+	s.checkNames = action.NewNames(names.Limit, names.Remaining, names.Reset)
 	s.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rlserver_rls_requests_total",
 		Help: "Decisions asked by front (grpc, http, check) and outcome (ok, over_limit, unknown, invalid, unavailable).",

@@ -2,12 +2,12 @@ package rls
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/rlserver/rlserver/action"
 	"github.com/rlserver/rlserver/policy"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -96,17 +96,7 @@ func toResponse(r policy.Response, h Headers, shadow bool) *pb.RateLimitResponse
 // or the last one refused, the limit, the remaining and the seconds until reset;
 // none when no descriptor has a rule.
 func headers(r policy.Response, h Headers) []*corev3.HeaderValue {
-	pick := -1
-	least := uint32(math.MaxUint32)
-	for i, st := range r.Statuses {
-		switch {
-		case st.Limit == nil:
-		case st.Code == policy.CodeOverLimit:
-			pick, least = i, 0
-		case st.Remaining < least:
-			pick, least = i, st.Remaining
-		}
-	}
+	pick := action.Shown(r.Statuses)
 	if pick < 0 {
 		return nil
 	}
