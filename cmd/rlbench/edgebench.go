@@ -31,8 +31,10 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 1000000000}
 `
 
-// edgeNginx is one nginx with three servers alike but for the limit: none, auth_request
-// to rlserver's /check (kept alive), and limit_req (per process). {{...}} are filled in.
+// edgeNginx is one nginx with four servers alike but for the limit: none, auth_request
+// to rlserver's /check (kept alive), auth_request to a stub that answers 200 at once
+// (nginx itself, kept alive: what the subrequest costs nginx whoever answers it), and
+// limit_req (per process). {{...}} are filled in.
 const edgeNginx = `worker_processes 1;
 events { worker_connections 4096; }
 http {
@@ -43,6 +45,8 @@ http {
     set_real_ip_from 127.0.0.1;
     real_ip_header X-Forwarded-For;
     upstream rlserver { server {{rlserver}}; keepalive 64; }
+    upstream stub { server {{stub}}; keepalive 64; }
+    server { listen {{stub}}; location / { return 200; } }
     limit_req_zone $binary_remote_addr zone=perip:10m rate=1000000r/s;
     server { listen {{alone}}; root {{dir}}/www; }
     server {
@@ -59,11 +63,23 @@ http {
             proxy_set_header X-Forwarded-For "";
         }
     }
+    server {
+        listen {{authstub}}; root {{dir}}/www;
+        location / { auth_request /.stub; }
+        location = /.stub {
+            internal;
+            proxy_pass http://stub/check;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+        }
+    }
     server { listen {{limitreq}}; root {{dir}}/www; location / { limit_req zone=perip burst=100000 nodelay; } }
 }
 `
 
-// edgeTarget is one of nginx's three servers.
+// edgeTarget is one of nginx's servers under load.
 type edgeTarget struct{ name, addr string }
 
 // runEdgeBench is `rlbench edge` (make bench-edge): nginx with auth_request to
@@ -111,7 +127,7 @@ func runEdgeBench(ctx context.Context, args []string, w io.Writer) error {
 	if code, err := edgeGet(targets[1].addr, "192.0.2.1"); err != nil || code != http.StatusForbidden {
 		return fmt.Errorf("edge: the refused address through auth_request: %d %v, want 403", code, err)
 	}
-	fmt.Fprintf(w, "== edge: GET of a static file through nginx (1 worker): alone, + auth_request to rlserver /check (keepalive), + limit_req; %d client addresses; 1 connection then %d, %v per target, phase and round, %d rounds; servers on CPU %d, load on CPU %d ==\n",
+	fmt.Fprintf(w, "== edge: GET of a static file through nginx (1 worker): alone, + auth_request to rlserver /check (keepalive), + auth_request to a stub, + limit_req; %d client addresses; 1 connection then %d, %v per target, phase and round, %d rounds; servers on CPU %d, load on CPU %d ==\n",
 		*clients, *conns, *load, *rounds, *serverCPU, *loadCPU)
 	xff := make([]string, *clients)
 	for i := range xff {
@@ -143,8 +159,8 @@ func runEdgeBench(ctx context.Context, args []string, w io.Writer) error {
 		t.row(tg.name, ms(p50[i]), ms(lat[i].quantile(0.99)), fmt.Sprintf("%.0f", rate[i]), ms(thr[i].quantile(0.5)), strconv.Itoa(errs[i]))
 	}
 	t.write(w)
-	fmt.Fprintf(w, "bench-edge: auth_request to rlserver adds p50 %s ms (target <= 0.3), keeps %.0f%% of nginx alone's req/s (target >= 50%%); limit_req adds p50 %s ms, keeps %.0f%%\n",
-		ms(p50[1]-p50[0]), 100*rate[1]/rate[0], ms(p50[2]-p50[0]), 100*rate[2]/rate[0])
+	fmt.Fprintf(w, "bench-edge: auth_request to rlserver adds p50 %s ms (target <= 0.3), keeps %.0f%% of nginx alone's req/s (target >= 50%%); to a stub answering 200, keeps %.0f%%; limit_req adds p50 %s ms, keeps %.0f%%\n",
+		ms(p50[1]-p50[0]), 100*rate[1]/rate[0], 100*rate[2]/rate[0], ms(p50[3]-p50[0]), 100*rate[3]/rate[0])
 	return nil
 }
 
@@ -169,7 +185,7 @@ func startEdge(rlserver, nginx, dir string, cpu int) ([]edgeTarget, func(), erro
 	if err := os.WriteFile(policy, []byte(edgePolicy), 0o644); err != nil {
 		return nil, stop, err
 	}
-	addrs, err := launch.FreeAddrs(4)
+	addrs, err := launch.FreeAddrs(6)
 	if err != nil {
 		return nil, stop, err
 	}
@@ -183,7 +199,8 @@ func startEdge(rlserver, nginx, dir string, cpu int) ([]edgeTarget, func(), erro
 			return nil, stop, err
 		}
 	}
-	conf := strings.NewReplacer("{{dir}}", dir, "{{rlserver}}", addrs[0], "{{alone}}", addrs[1], "{{auth}}", addrs[2], "{{limitreq}}", addrs[3]).Replace(edgeNginx)
+	conf := strings.NewReplacer("{{dir}}", dir, "{{rlserver}}", addrs[0], "{{alone}}", addrs[1], "{{auth}}", addrs[2], "{{limitreq}}", addrs[3],
+		"{{authstub}}", addrs[4], "{{stub}}", addrs[5]).Replace(edgeNginx)
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
 		return nil, stop, err
 	}
@@ -210,7 +227,7 @@ func startEdge(rlserver, nginx, dir string, cpu int) ([]edgeTarget, func(), erro
 		return nil, stop, err
 	}
 	procs = append(procs, ng)
-	return []edgeTarget{{"alone", addrs[1]}, {"+ auth_request rlserver", addrs[2]}, {"+ limit_req", addrs[3]}}, stop, nil
+	return []edgeTarget{{"alone", addrs[1]}, {"+ auth_request rlserver", addrs[2]}, {"+ auth_request stub", addrs[4]}, {"+ limit_req", addrs[3]}}, stop, nil
 }
 
 // rootUser keeps nginx's worker root when the run is, so it reads the run's directory.
