@@ -43,7 +43,8 @@ const LastKind = KindRedisGCRA
 
 // Request is one call, as package resp parses it from the wire (resp.ParseRequest).
 // Durations are in microseconds. The numbers mean what each command's arguments mean,
-// so they read differently by Kind:
+// so they read differently by Kind; this table is the one place that says how ("-":
+// unused, 0):
 //
 //	Kind               Limit       Window     Rate               Burst          Queue  Cost
 //	FIXED, SLIDE, LOG  limit       window     -                  -              -      COST
@@ -57,12 +58,12 @@ const LastKind = KindRedisGCRA
 // bounds are Range's.
 type Request struct {
 	Kind   Kind  // the command
-	Limit  int64 // L: the limit, the bucket's capacity (TOKEN), or max_burst (CL.THROTTLE, GCRA)
-	Window int64 // W in µs: window_ms·1000, or period_s·1e6 for CL.THROTTLE
-	Rate   int64 // TOKEN: tokens refilled per window, 0 = Limit; CL.THROTTLE: count_per_period; GCRA: tokens_per_period
-	Burst  int64 // RL.GCRA: burst b, 0 = Limit; GCRA: max_burst+1
-	Queue  int64 // LEAKY: queue q (default 0)
-	Cost   int64 // c: COST, CL.THROTTLE's quantity, or GCRA's TOKENS
+	Limit  int64 // L, by Kind as the table says
+	Window int64 // W in µs: window_ms·1000, or period_s·1e6
+	Rate   int64 // by Kind as the table says
+	Burst  int64 // by Kind as the table says
+	Queue  int64 // RL.LEAKY's queue q
+	Cost   int64 // c: what the call spends, by Kind as the table says
 	Peek   bool  // decide and reply as usual, but write nothing
 	// Refund n > 0 gives back n of what earlier calls spent instead of spending Cost
 	// (refund.go): Cost is then 0 and Peek false, and the reply is the one a PEEK of
