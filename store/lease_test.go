@@ -24,7 +24,7 @@ type leaseCall struct {
 	wantKeys int
 }
 
-// runLeaseCalls plays calls on key "job" of a fresh store with one shard, and returns
+// runLeaseCalls plays calls on key "job" of a new store with one shard, and returns
 // the store and the ids acquired.
 func runLeaseCalls(t *testing.T, calls []leaseCall) *Store {
 	t.Helper()

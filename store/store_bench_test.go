@@ -142,7 +142,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 
 const childEnv = "RLSTORE_BYTES_CHILD"
 
-// childRSS re-runs the test binary to build memory case i in a fresh process and
+// childRSS re-runs the test binary to build memory case i in a new process and
 // returns the growth of its resident set.
 func childRSS(b *testing.B, i int) int64 {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBytesChild$", "-test.count=1")
