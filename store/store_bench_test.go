@@ -58,7 +58,7 @@ func buildKeys(tb testing.TB, s *Store, kind algo.Kind, n int) {
 		}
 		last := entries[len(entries)-1].TS
 		sh, tag := s.locate(key, last)
-		sh.writeLog(key, tag, -1, 0, entries, last+r.Window, 0)
+		sh.writeLog(keyAt{key: key, tag: tag, pos: -1}, entries, last+r.Window, 0)
 		sh.mu.Unlock()
 	}
 }
