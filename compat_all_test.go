@@ -482,7 +482,7 @@ func (s storeSide) do(st multiStep) multiOutcome {
 			case d.Acquired:
 				id = string(d.ID)
 			}
-			o.reply = fmt.Sprint([]any{boolInt(d.Acquired), d.Limit, d.Remaining, d.RetryAfter, id})
+			o.reply = fmt.Sprint([]any{boolInt(d.Acquired), d.Limit, d.Remaining, algo.Millis(d.RetryAfter), id})
 		}
 	case opRelease, opRenew:
 		var ok bool

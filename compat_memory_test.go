@@ -22,8 +22,8 @@ import (
 var memoryTargets = map[algo.Kind]float64{algo.KindLog: 1.0 / 4, algo.KindLease: 1.0 / 2}
 
 // TestMemoryPerUser measures memory per user as a user would (issue 13): for one
-// algorithm at a time it starts a fresh redis-server (running the reference scripts)
-// and a fresh rlserver, both with default flags, reads each process's RSS, loads the
+// algorithm at a time it starts a new redis-server (running the reference scripts)
+// and a new rlserver, both with default flags, reads each process's RSS, loads the
 // same users with one pipelined call each (RL.FIXED user:%08d 10 86400000 and its
 // twins, but RL.TOKEN user:%08d 10 3600000: the issue's call was RL.TOKEN user:%08d
 // 100 600000, but a key of that is fresh again, and gone, 6 s after its one call,
@@ -42,7 +42,7 @@ func TestMemoryPerUser(t *testing.T) {
 		t.Fatal(suite.serverErr)
 	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "bytes per user: RSS growth of fresh processes, no purge (%d users; RL.LOG %d users x 100 entries, leases %[2]d users x 10):\n",
+	fmt.Fprintf(&table, "bytes per user: RSS growth of new processes, no purge (%d users; RL.LOG %d users x 100 entries, leases %[2]d users x 10):\n",
 		*compatUsers, *compatUsers/10)
 	fmt.Fprintf(&table, "%-12s %10s %10s %8s %8s | %10s %10s %10s\n", "algorithm", "redis rss", "rl rss",
 		"rss/rss", "target", "redis used", "rl store", "rl heap")

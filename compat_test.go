@@ -24,6 +24,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"testing"
@@ -187,13 +188,25 @@ func allowed(kind algo.Kind, reply [5]int64) bool {
 	return (reply[0] == 1) != (kind == algo.KindThrottle)
 }
 
-// replyOf is the wire reply of a Decision.
+// replyOf is the wire reply of a Decision: its times in ms rounded up, or in seconds
+// for CL.THROTTLE (rounded up, as redis-cell) and Redis's GCRA (ceil of a float64
+// quotient, as gcra.c); retry_after -1 stays -1.
 func replyOf(kind algo.Kind, d algo.Decision) [5]int64 {
 	var first int64
 	if d.Allowed != (kind == algo.KindThrottle) {
 		first = 1
 	}
-	return [5]int64{first, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter}
+	retry, reset := algo.Millis(d.RetryAfter), algo.Millis(d.ResetAfter)
+	switch kind {
+	case algo.KindThrottle:
+		retry, reset = (d.RetryAfter+999_999)/1_000_000, (d.ResetAfter+999_999)/1_000_000
+	case algo.KindRedisGCRA:
+		retry, reset = int64(math.Ceil(float64(d.RetryAfter)/1e6)), int64(math.Ceil(float64(d.ResetAfter)/1e6))
+	}
+	if d.RetryAfter < 0 {
+		retry = -1
+	}
+	return [5]int64{first, d.Limit, d.Remaining, retry, reset}
 }
 
 // reply5 reads a five-integer reply.

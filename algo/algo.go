@@ -43,7 +43,8 @@ const LastKind = KindRedisGCRA
 
 // Request is one call, as package resp parses it from the wire (resp.ParseRequest).
 // Durations are in microseconds. The numbers mean what each command's arguments mean,
-// so they read differently by Kind:
+// so they read differently by Kind; this table is the one place that says how ("-":
+// unused, 0):
 //
 //	Kind               Limit       Window     Rate               Burst          Queue  Cost
 //	FIXED, SLIDE, LOG  limit       window     -                  -              -      COST
@@ -57,12 +58,12 @@ const LastKind = KindRedisGCRA
 // bounds are Range's.
 type Request struct {
 	Kind   Kind  // the command
-	Limit  int64 // L: the limit, the bucket's capacity (TOKEN), or max_burst (CL.THROTTLE, GCRA)
-	Window int64 // W in µs: window_ms·1000, or period_s·1e6 for CL.THROTTLE
-	Rate   int64 // TOKEN: tokens refilled per window, 0 = Limit; CL.THROTTLE: count_per_period; GCRA: tokens_per_period
-	Burst  int64 // RL.GCRA: burst b, 0 = Limit; GCRA: max_burst+1
-	Queue  int64 // LEAKY: queue q (default 0)
-	Cost   int64 // c: COST, CL.THROTTLE's quantity, or GCRA's TOKENS
+	Limit  int64 // L, by Kind as the table says
+	Window int64 // W in µs: window_ms·1000, or period_s·1e6
+	Rate   int64 // by Kind as the table says
+	Burst  int64 // by Kind as the table says
+	Queue  int64 // RL.LEAKY's queue q
+	Cost   int64 // c: what the call spends, by Kind as the table says
 	Peek   bool  // decide and reply as usual, but write nothing
 	// Refund n > 0 gives back n of what earlier calls spent instead of spending Cost
 	// (refund.go): Cost is then 0 and Peek false, and the reply is the one a PEEK of
@@ -88,12 +89,20 @@ type Request struct {
 }
 
 // Decision is the answer to one call: the five wire fields, and what the store must do.
+// Its times are µs, as every time in algo, whatever unit the command answers in: each
+// front converts them once, the RESP reply to ms (Millis) or, for redis-cell's reply,
+// to seconds.
 type Decision struct {
-	Allowed    bool  // field 1 (CL.THROTTLE answers its inverse, "limited")
-	Limit      int64 // field 2: L, b for RL.GCRA, max_burst+1 for CL.THROTTLE
-	Remaining  int64 // field 3: cost-1 requests that would pass right after this call
-	RetryAfter int64 // field 4, ms (CL.THROTTLE: s); see the contract for 0 and -1
-	ResetAfter int64 // field 5, ms (CL.THROTTLE: s): until the key is fresh again
+	Allowed   bool  // field 1 (CL.THROTTLE answers its inverse, "limited")
+	Limit     int64 // field 2: L, b for RL.GCRA, max_burst+1 for CL.THROTTLE
+	Remaining int64 // field 3: cost-1 requests that would pass right after this call
+	// RetryAfter is field 4 in µs, at least 0, or -1: never (a cost above the limit),
+	// or, in redis-cell's reply, allowed. RL.TOKEN's and RL.SLIDE's are whole ms, the
+	// contract's formula settled against the algorithm's test (settleRetry).
+	RetryAfter int64
+	// ResetAfter is field 5 in µs: until the key is fresh again. Redis's GCRA answers
+	// a tat behind now as a negative time (RedisGCRA); every other kind's is at least 0.
+	ResetAfter int64
 
 	// Write is true when the state changed and must be stored: an allowed call with
 	// cost > 0 that is not PEEK. A limited call consumes nothing and writes nothing,
@@ -121,15 +130,20 @@ func msCeil(x float64) int64 {
 	return int64(math.Ceil(min(x, maxDuration) / 1000))
 }
 
-// msCeilInt is msCeil for an integer duration. It equals the float64 version for
-// 0 <= x < 2^53: x/1000 is then at least 0.001 away from the next integer when x is
+// Millis is a Decision's time x in µs as the wire's whole ms, the contract's
+// ms(x) = ceil(x/1000), and -1 (RetryAfter's never) as -1. For 0 <= x < 2^53 it is the
+// float64 msCeil: x/1000 is then at least 0.001 away from the next integer when x is
 // not a multiple of 1000, more than half an ulp (<= 2^-10) of x/1000, so the division
 // never rounds onto the integer that ceil would keep.
-func msCeilInt(x int64) int64 {
-	if x <= 0 {
-		return 0
+func Millis(x int64) int64 {
+	if x < 0 {
+		return -1
 	}
-	return (min(x, maxDuration) + 999) / 1000
+	ms := x / 1000
+	if x%1000 > 0 {
+		ms++
+	}
+	return ms
 }
 
 // freshAt is the first whole µs at or after t, the moment a float state is fresh: now
@@ -148,14 +162,14 @@ func freshAt(t float64, now int64) int64 {
 // settleRetry moves a wait of ms milliseconds, computed by a contract formula, by one ms
 // where the algorithm's own test (passesAt, at a moment in µs) disagrees with it:
 // formula and test round differently, and where the exact answer is a whole ms that
-// left the wait one ms early or late. Lua:
+// left the wait one ms early or late; the result is in µs, a whole number of ms. Lua:
 // if not passes(now + R*1000) then R = R + 1 elseif R > 1 and passes(now + (R-1)*1000) then R = R - 1 end
 func settleRetry(ms, now int64, passesAt func(int64) bool) int64 {
 	switch {
 	case !passesAt(now + ms*1000):
-		return ms + 1
+		ms++
 	case ms > 1 && passesAt(now+(ms-1)*1000):
-		return ms - 1
+		ms--
 	}
-	return ms
+	return ms * 1000
 }

@@ -5,13 +5,13 @@ type Arg uint8
 
 // The arguments whose range the wire contract fixes (docs/commands.md).
 const (
-	ArgLimit  Arg = iota // Limit: limit, capacity, rate (GCRA, LEAKY), max_burst (CL.THROTTLE)
-	ArgWindow            // Window, µs: window_ms·1000, or CL.THROTTLE's period_s·1e6
-	ArgRate              // Rate: RL.TOKEN's RATE, CL.THROTTLE's count_per_period
-	ArgBurst             // Burst: RL.GCRA's BURST
-	ArgQueue             // Queue: RL.LEAKY's QUEUE
-	ArgCost              // Cost: COST, CL.THROTTLE's quantity
-	ArgRefund            // Refund: REFUND, what is given back
+	ArgLimit  Arg = iota // Request.Limit (what it means by Kind: Request's table)
+	ArgWindow            // Request.Window, µs
+	ArgRate              // Request.Rate
+	ArgBurst             // Request.Burst
+	ArgQueue             // Request.Queue
+	ArgCost              // Request.Cost
+	ArgRefund            // Request.Refund
 )
 
 // The contract's bounds. Each keeps the arithmetic far from overflow: a count·1000 and

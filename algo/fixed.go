@@ -39,10 +39,10 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 	case cost > limit:
 		d.RetryAfter = -1
 	default:
-		d.RetryAfter = msCeilInt(end - now)
+		d.RetryAfter = end - now
 	}
 	if after > 0 {
-		d.ResetAfter = msCeilInt(end - now)
+		d.ResetAfter = end - now
 		d.FreshAt = end
 	}
 	if (allowed || r.Spend) && cost > 0 && !r.Peek {

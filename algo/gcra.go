@@ -48,11 +48,11 @@ func (r Request) burst() int64 {
 // arrival time in µs (0: fresh). With T the emission interval, b the burst and
 // τ = T·b: new_tat = max(tat, now) + T·c, allowed iff new_tat − τ <= now.
 //
-// r.Cell selects redis-cell's reply (CL.THROTTLE always, Redis's GCRA): times in
-// seconds, retry_after −1 when allowed, and a quantity of 0 decided by the same test
-// as any other, so it is limited when an old tat lies more than τ ahead. Otherwise
-// COST 0 is always allowed and times are in ms. Either way a cost above b is refused
-// with retry_after −1, and a limited call changes nothing.
+// r.Cell selects redis-cell's reply (CL.THROTTLE always, Redis's GCRA): retry_after −1
+// when allowed (the front answers its times in seconds), and a quantity of 0 decided
+// by the same test as any other, so it is limited when an old tat lies more than τ
+// ahead. Otherwise COST 0 is always allowed. Either way a cost above b is refused with
+// retry_after −1, and a limited call changes nothing.
 func GCRA(tat int64, r Request, now int64) (int64, Decision) {
 	if r.Refund > 0 {
 		return refundTat(tat, r, now, GCRA)
@@ -68,16 +68,12 @@ func GCRA(tat int64, r Request, now int64) (int64, Decision) {
 	}
 	ahead := max(0, after-now)
 	d := Decision{
-		Allowed:   allowed,
-		Limit:     b,
-		Remaining: max(0, (tolerance-ahead)/t), // floor, clamped: at most b
-		FreshAt:   now + ahead,
+		Allowed:    allowed,
+		Limit:      b,
+		Remaining:  max(0, (tolerance-ahead)/t), // floor, clamped: at most b
+		ResetAfter: ahead,
+		FreshAt:    now + ahead,
 	}
-	toUnit := msCeilInt
-	if r.Cell {
-		toUnit = secCeil
-	}
-	d.ResetAfter = toUnit(ahead)
 	switch {
 	case allowed && r.Cell:
 		d.RetryAfter = -1
@@ -85,20 +81,11 @@ func GCRA(tat int64, r Request, now int64) (int64, Decision) {
 	case c > b:
 		d.RetryAfter = -1
 	default:
-		d.RetryAfter = toUnit(start + t*c - tolerance - now)
+		d.RetryAfter = start + t*c - tolerance - now
 	}
 	if allowed && c > 0 && !r.Peek {
 		d.Write = true
 		return after, d
 	}
 	return tat, d
-}
-
-// secCeil is a duration x in µs as whole seconds, rounded up on any remainder,
-// negative as 0. Lua: math.ceil(x / 1000000) for x > 0.
-func secCeil(x int64) int64 {
-	if x <= 0 {
-		return 0
-	}
-	return (x + 999_999) / 1_000_000
 }

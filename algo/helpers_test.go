@@ -84,13 +84,26 @@ func (m *machine) do(t testing.TB, r Request, now int64) Decision {
 	return d
 }
 
-// wire is a Decision as its five reply fields; CL.THROTTLE's first field is "limited".
+// wire is a Decision as its five reply fields; CL.THROTTLE's first field is "limited",
+// and its times are whole seconds, rounded up, where the others' are ms.
 func wire(kind Kind, d Decision) [5]int64 {
 	flag := int64(0)
 	if d.Allowed != (kind == KindThrottle) {
 		flag = 1
 	}
-	return [5]int64{flag, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter}
+	retry, reset := Millis(d.RetryAfter), Millis(d.ResetAfter)
+	if kind == KindThrottle {
+		retry, reset = wireSeconds(d.RetryAfter), wireSeconds(d.ResetAfter)
+	}
+	return [5]int64{flag, d.Limit, d.Remaining, retry, reset}
+}
+
+// wireSeconds is redis-cell's time: x µs in whole seconds, rounded up, and -1 as -1.
+func wireSeconds(x int64) int64 {
+	if x < 0 {
+		return -1
+	}
+	return (x + 999_999) / 1_000_000
 }
 
 // The wire's ranges (docs/commands.md), as the tests draw arguments within them.

@@ -25,12 +25,12 @@ func Leaky(tat int64, r Request, now int64) (int64, Decision) {
 		Allowed:    allowed,
 		Limit:      r.Limit,
 		Remaining:  max(0, floorDiv(room-ahead, t)+1),
-		RetryAfter: msCeilInt(delay), // allowed: the wait before proceeding
-		ResetAfter: msCeilInt(ahead),
+		RetryAfter: delay, // allowed: the wait before proceeding
+		ResetAfter: ahead,
 		FreshAt:    now + ahead,
 	}
 	if !allowed {
-		d.RetryAfter = msCeilInt(delay - room) // until the queue has room
+		d.RetryAfter = delay - room // until the queue has room
 	}
 	if allowed && r.Cost > 0 && !r.Peek {
 		d.Write = true

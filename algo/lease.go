@@ -27,7 +27,7 @@ type LeaseDecision struct {
 	Acquired   bool   // field 1
 	Limit      int64  // field 2
 	Remaining  int64  // field 3: limit minus the live leases after the call, at least 0
-	RetryAfter int64  // field 4, ms: 0 when acquired, else until a place is free
+	RetryAfter int64  // field 4 in µs: 0 when acquired, else until a place is free; -1: never
 	ID         []byte // field 5: the lease's id when acquired, nil when not
 	// FreshAt is the latest live lease's deadline after the call, when the key goes;
 	// <= now if no lease is live.
@@ -40,7 +40,7 @@ type LeaseDecision struct {
 //
 // A live lease with id r.ID is extended to now + r.Duration, taking no second place
 // (an idempotent retry). Otherwise a new lease is taken if fewer than r.Limit are live.
-// Otherwise nothing changes, and RetryAfter is the ms until enough leases end that
+// Otherwise nothing changes, and RetryAfter is the time until enough leases end that
 // fewer than r.Limit are live: the earliest deadline, or a later one if the limit was
 // lowered below the live count.
 //
@@ -68,7 +68,7 @@ func Acquire(leases []Lease, r LeaseRequest, newID []byte, now int64) ([]Lease, 
 		leases = insertLease(dropEnded(leases, live), Lease{Deadline: deadline, ID: id})
 	default:
 		// Fewer than Limit are live once live[n-Limit] has ended.
-		d.RetryAfter = msCeilInt(live[int64(len(live))-r.Limit].Deadline - now)
+		d.RetryAfter = live[int64(len(live))-r.Limit].Deadline - now
 		d.FreshAt = lastDeadline(live, now)
 		return leases, d
 	}

@@ -36,7 +36,7 @@ func runLeaseSteps(t *testing.T, steps []leaseStep) {
 			if d.ID != nil {
 				id = string(d.ID)
 			}
-			got = fmt.Sprintf("%d %d %d %d %s", b2i(d.Acquired), d.Limit, d.Remaining, d.RetryAfter, id)
+			got = fmt.Sprintf("%d %d %d %d %s", b2i(d.Acquired), d.Limit, d.Remaining, Millis(d.RetryAfter), id)
 			if want := lastDeadline(liveLeases(set, now), now); d.FreshAt != want {
 				t.Errorf("step %d: FreshAt %d, want %d", i, d.FreshAt, want)
 			}
@@ -193,12 +193,13 @@ func TestLeaseProperty(t *testing.T) {
 						t.Fatalf("seed %d call %d: a refused call changed the set", seed, i)
 					}
 					// Exact: the same request 1 ms before retry_after fails, at it succeeds.
-					at := now + d.RetryAfter*1000
+					retry := Millis(d.RetryAfter)
+					at := now + retry*1000
 					if _, early := Acquire(slices.Clone(set), r, newID, at-1000); early.Acquired {
-						t.Fatalf("seed %d call %d: acquired 1 ms before retry_after %d", seed, i, d.RetryAfter)
+						t.Fatalf("seed %d call %d: acquired 1 ms before retry_after %d", seed, i, retry)
 					}
 					if _, late := Acquire(slices.Clone(set), r, newID, at); !late.Acquired {
-						t.Fatalf("seed %d call %d: not acquired at retry_after %d", seed, i, d.RetryAfter)
+						t.Fatalf("seed %d call %d: not acquired at retry_after %d", seed, i, retry)
 					}
 				}
 				after := int64(len(live(now)))

@@ -48,14 +48,14 @@ func Log(entries []LogEntry, r Request, now int64) ([]LogEntry, Decision) {
 		for _, e := range live {
 			left -= e.Cost
 			if left+cost <= limit {
-				d.RetryAfter = msCeilInt(e.TS + window - now)
+				d.RetryAfter = e.TS + window - now
 				break
 			}
 		}
 	}
 	if newest >= 0 {
 		d.FreshAt = newest + window
-		d.ResetAfter = msCeilInt(d.FreshAt - now)
+		d.ResetAfter = d.FreshAt - now
 	}
 
 	if !allowed || cost == 0 || r.Peek {

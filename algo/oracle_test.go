@@ -1023,7 +1023,7 @@ func TestOracleSequences(t *testing.T) {
 								seed, sp, cost, peek, now, calls, got, want.wire)
 						}
 						if !d.Allowed {
-							checkWait(t, seed, before, o, sp, cost, now, d.RetryAfter)
+							checkWait(t, seed, before, o, sp, cost, now, got[3])
 						}
 					} else {
 						fc.step(sp, before, m, o, cost, peek, now, d)

@@ -149,20 +149,21 @@ func TestRetryAfterProperty(t *testing.T) {
 						break
 					}
 				}
-				if d.Allowed || d.RetryAfter < 0 {
+				retry := wire(kind, d)[3]
+				if d.Allowed || retry < 0 {
 					continue
 				}
 				checked++
-				wait := d.RetryAfter * unit
+				wait := retry * unit
 				if _, late := m.decide(t, probe, now+wait); !late.Allowed {
 					t.Errorf("%s %s COST %d at %d, state %+v: retry_after %d, still limited then: %+v",
-						kind, args, probe.Cost, now, m, d.RetryAfter, late)
+						kind, args, probe.Cost, now, m, retry, late)
 				}
 				if _, early := m.decide(t, probe, now+wait-unit); early.Allowed {
 					lenient++
 					if exactPasses(t, m, probe, now+wait-unit) {
 						t.Errorf("%s %s COST %d at %d, state %+v: retry_after %d, allowed 1 unit earlier",
-							kind, args, probe.Cost, now, m, d.RetryAfter)
+							kind, args, probe.Cost, now, m, retry)
 					}
 				}
 			}
@@ -218,8 +219,8 @@ func checkFresh(t *testing.T, rng *rand.Rand, m machine, r Request, d Decision, 
 	if d.FreshAt <= now && r.Cost > 0 {
 		t.Fatalf("%+v at %d wrote a state already fresh: %+v", r, now, d)
 	}
-	if want := (d.FreshAt - now + unit - 1) / unit; d.ResetAfter != want {
-		t.Errorf("%+v at %d: reset_after %d, but FreshAt is %d µs away", r, now, d.ResetAfter, d.FreshAt-now)
+	if want, reset := (d.FreshAt-now+unit-1)/unit, wire(r.Kind, d)[4]; reset != want {
+		t.Errorf("%+v at %d: reset_after %d, but FreshAt is %d µs away", r, now, reset, d.FreshAt-now)
 	}
 	probe := r
 	probe.Cost = randomCost(rng, r) * int64(rng.IntN(2)) // sometimes COST 0

@@ -9,9 +9,10 @@ import "math"
 // (read as now, as Redis does for an absent key). With T = r.Interval, b = r.Burst and
 // c = r.Cost: new_tat = max(tat, now) + T·c, allowed iff new_tat − T·b <= now, all in
 // int64 µs with Redis's overflow check (ErrCostOverflow, nothing changes) where
-// max(tat, now) + T·c would pass 2^63−1. The reply is Redis's: retry_after and
-// reset_after in seconds, ceil of a float64 quotient as C computes it, retry_after −1
-// when allowed or when c > b (never fits); remaining truncated as C divides.
+// max(tat, now) + T·c would pass 2^63−1. The reply is Redis's, its times in µs here
+// (Redis answers them in seconds, ceil of a float64 quotient as C computes it):
+// retry_after −1 when allowed or when c > b (never fits), reset_after the tat's
+// distance from now, negative for a tat behind now; remaining truncated as C divides.
 //
 // An allowed call writes new_tat, and the key lives until the ms Redis expires it at,
 // ceil(new_tat / 1000): FreshAt is that ms in µs, so the key goes as that ms begins.
@@ -36,7 +37,7 @@ func RedisGCRA(tat int64, r Request, now int64) (int64, Decision, error) {
 	var ttl int64
 	if diff < 0 {
 		if increment <= variance {
-			d.RetryAfter = int64(math.Ceil(float64(-diff) / 1e6))
+			d.RetryAfter = -diff
 		}
 		ttl = tat - now
 	} else {
@@ -47,7 +48,7 @@ func RedisGCRA(tat int64, r Request, now int64) (int64, Decision, error) {
 	if next := variance - ttl; next > -t {
 		d.Remaining = next / t
 	}
-	d.ResetAfter = int64(math.Ceil(float64(ttl) / 1e6))
+	d.ResetAfter = ttl
 	if d.Write {
 		return newTat, d, nil
 	}

@@ -36,7 +36,12 @@ func (k *gcraKey) call(t *testing.T, args string, now int64) [5]int64 {
 	if !d.Allowed {
 		limited = 1
 	}
-	return [5]int64{limited, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter}
+	// Redis's seconds: ceil of the float64 quotient, as C computes it; -1 stays.
+	retry := int64(-1)
+	if d.RetryAfter >= 0 {
+		retry = int64(math.Ceil(float64(d.RetryAfter) / 1e6))
+	}
+	return [5]int64{limited, d.Limit, d.Remaining, retry, int64(math.Ceil(float64(d.ResetAfter) / 1e6))}
 }
 
 // TestRedisGCRATcl: the cases of Redis's tests/unit/gcra.tcl, with the numbers Redis's

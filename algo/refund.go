@@ -74,7 +74,7 @@ func refundLog(entries []LogEntry, r Request, now int64) ([]LogEntry, Decision) 
 	d := Decision{Allowed: true, Limit: r.Limit, Remaining: max(0, r.Limit-sum), FreshAt: now}
 	if kept > 0 {
 		d.FreshAt = live[kept-1].TS + r.Window
-		d.ResetAfter = msCeilInt(d.FreshAt - now)
+		d.ResetAfter = d.FreshAt - now
 	}
 	if len(live) == 0 || r.Peek {
 		return entries, d

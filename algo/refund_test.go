@@ -221,7 +221,7 @@ func TestRefundLog(t *testing.T) {
 	entries := []LogEntry{{base - ms(2000), 4}, {base, 2}, {base + 10, 3}}
 	got, d := Log(entries, Request{Kind: KindLog, Limit: 10, Window: ms(1000), Refund: 4}, base+20)
 	want := []LogEntry{{base, 1}}
-	if !sameEntries(got, want) || !d.Write || d.Remaining != 9 || d.ResetAfter != 1000 {
+	if !sameEntries(got, want) || !d.Write || d.Remaining != 9 || Millis(d.ResetAfter) != 1000 {
 		t.Fatalf("Log refund 4 = %v %+v, want %v, remaining 9, reset 1000", got, d, want)
 	}
 	r.Refund = 5
@@ -236,7 +236,7 @@ func TestRefundTatOverflow(t *testing.T) {
 	r := Request{Kind: KindGCRA, Limit: 1, Window: ms(maxWindowMs), Refund: 1 << 40}
 	now := base
 	tat, d := GCRA(now+ms(maxWindowMs), r, now)
-	if tat != now || !d.Write || d.Remaining != 1 || d.ResetAfter != 0 {
+	if tat != now || !d.Write || d.Remaining != 1 || Millis(d.ResetAfter) != 0 {
 		t.Fatalf("GCRA refund = %d %+v, want now, remaining 1, reset 0", tat, d)
 	}
 }

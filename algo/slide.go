@@ -59,7 +59,7 @@ func Slide(s SlideState, r Request, now int64) (SlideState, Decision) {
 	case v.prev > 0:
 		d.FreshAt = (v.w + 1) * window
 	}
-	d.ResetAfter = msCeilInt(d.FreshAt - now)
+	d.ResetAfter = d.FreshAt - now
 
 	if allowed && cost > 0 && !r.Peek {
 		d.Write = true

@@ -46,7 +46,7 @@ func Token(s TokenState, r Request, now int64) (TokenState, Decision) {
 	if d.FreshAt < now+maxDuration && b.refill(TokenState{Tokens: after, TS: now}, d.FreshAt) < b.capacity {
 		d.FreshAt++
 	}
-	d.ResetAfter = msCeilInt(d.FreshAt - now)
+	d.ResetAfter = d.FreshAt - now
 
 	if allowed && r.Cost > 0 && !r.Peek {
 		d.Write = true

@@ -216,7 +216,7 @@ func allDecisions(cmd *redis.Cmd, n int) (bool, []algo.Decision, error) {
 		if !ok || len(f) != 5 {
 			return false, nil, fmt.Errorf("%w: malformed RL.ALL reply %v: rule %d", ErrUnavailable, v, i+1)
 		}
-		ds[i] = algo.Decision{Allowed: ints[0] == 1, Limit: ints[1], Remaining: ints[2], RetryAfter: ints[3], ResetAfter: ints[4]}
+		ds[i] = algo.Decision{Allowed: ints[0] == 1, Limit: ints[1], Remaining: ints[2], RetryAfter: micros(ints[3]), ResetAfter: micros(ints[4])}
 	}
 	return allowed == 1, ds, nil
 }
@@ -235,7 +235,7 @@ func leaseDecision(cmd *redis.Cmd) (algo.LeaseDecision, error) {
 	if !ok {
 		return algo.LeaseDecision{}, fmt.Errorf("%w: malformed RL.ACQUIRE reply %v", ErrUnavailable, v)
 	}
-	d := algo.LeaseDecision{Acquired: ints[0] == 1, Limit: ints[1], Remaining: ints[2], RetryAfter: ints[3]}
+	d := algo.LeaseDecision{Acquired: ints[0] == 1, Limit: ints[1], Remaining: ints[2], RetryAfter: micros(ints[3])}
 	if id, isString := v[4].(string); isString && d.Acquired {
 		d.ID = []byte(id)
 	}
@@ -260,7 +260,15 @@ func decision(cmd *redis.Cmd) (algo.Decision, error) {
 	if len(v) != 5 {
 		return algo.Decision{}, fmt.Errorf("%w: %d integers in the reply to %v, want 5", ErrUnavailable, len(v), cmd.Args()[0])
 	}
-	return algo.Decision{Allowed: v[0] == 1, Limit: v[1], Remaining: v[2], RetryAfter: v[3], ResetAfter: v[4]}, nil
+	return algo.Decision{Allowed: v[0] == 1, Limit: v[1], Remaining: v[2], RetryAfter: micros(v[3]), ResetAfter: micros(v[4])}, nil
+}
+
+// micros is a time of the wire, in ms, as a Decision's µs; -1 (never) stays -1.
+func micros(ms int64) int64 {
+	if ms < 0 {
+		return -1
+	}
+	return ms * 1000
 }
 
 // classify wraps a go-redis error in the sentinel it means. A reply is ErrWrongType

@@ -106,7 +106,7 @@ func (p *pipelines) sentOn(key string) int {
 	return n
 }
 
-// batched is a Client on a fresh rlserver or redis-server (lua) with batching b, and
+// batched is a Client on a new rlserver or redis-server (lua) with batching b, and
 // the hook watching its pipelines.
 func batched(t *testing.T, lua bool, b client.Batch, timeout time.Duration) (*client.Client, *pipelines) {
 	t.Helper()

@@ -393,9 +393,10 @@ func (c *Client) start(ctx context.Context) (context.Context, context.CancelFunc
 	return ctx, cancel, nil
 }
 
-// resultOf reads the wire fields of d.
+// resultOf reads the wire fields of d, its times in whole ms rounded up as the server
+// answers them (algo.Millis), whichever backend decided.
 func resultOf(d algo.Decision) Result {
-	retry := time.Duration(d.RetryAfter) * time.Millisecond
+	retry := time.Duration(algo.Millis(d.RetryAfter)) * time.Millisecond
 	if d.RetryAfter < 0 {
 		retry = Never
 	}
@@ -404,6 +405,6 @@ func resultOf(d algo.Decision) Result {
 		Limit:      int(d.Limit),
 		Remaining:  int(d.Remaining),
 		RetryAfter: retry,
-		ResetAfter: time.Duration(d.ResetAfter) * time.Millisecond,
+		ResetAfter: time.Duration(algo.Millis(d.ResetAfter)) * time.Millisecond,
 	}
 }

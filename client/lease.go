@@ -81,7 +81,7 @@ func (c *Client) acquire(ctx context.Context, key string, id []byte, limit int, 
 		d = c.fallback.acquire(key, r)
 	}
 	return &Lease{Key: key, ID: string(d.ID), Acquired: d.Acquired, Limit: int(d.Limit), Remaining: int(d.Remaining),
-		RetryAfter: time.Duration(d.RetryAfter) * time.Millisecond, Degraded: local, client: c}, nil
+		RetryAfter: time.Duration(algo.Millis(d.RetryAfter)) * time.Millisecond, Degraded: local, client: c}, nil
 }
 
 // backend is where the lease lives: the Client's, or its fallback's store.

@@ -35,7 +35,7 @@ local function ms(x)
   return math.ceil(math.min(x, 2^53) / 1000)
 end
 
--- sec is a duration in µs as whole seconds rounded up, 0 if none (algo.secCeil): the
+-- sec is a duration in µs as whole seconds rounded up, 0 if none (resp.replyTimes): the
 -- replies of cl.throttle and gcra.
 local function sec(x)
   if not (x > 0) then return 0 end

@@ -317,7 +317,7 @@ func (e *Engine) status(pl *planned, entries []Entry, now int64) Status {
 		s.Code = CodeOverLimit
 		s.RetryAfter = s.ResetAfter
 		if r.kind != algo.KindFixed && d.RetryAfter > 0 {
-			s.RetryAfter = time.Duration(d.RetryAfter) * time.Millisecond
+			s.RetryAfter = time.Duration(algo.Millis(d.RetryAfter)) * time.Millisecond
 		}
 	}
 	return s
@@ -329,7 +329,7 @@ func (e *Engine) status(pl *planned, entries []Entry, now int64) Status {
 // key is fresh.
 func resetAfter(r *rule, d algo.Decision, now int64) time.Duration {
 	if r.kind != algo.KindFixed {
-		return time.Duration(d.ResetAfter) * time.Millisecond
+		return time.Duration(algo.Millis(d.ResetAfter)) * time.Millisecond
 	}
 	w := r.window.Microseconds()
 	if w%1e6 == 0 {

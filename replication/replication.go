@@ -181,7 +181,7 @@ func (r *replicaConn) drop() {
 	})
 }
 
-// newReplID is a fresh 40-hex-digit replication id, as Redis's.
+// newReplID is a new 40-hex-digit replication id, as Redis's.
 func newReplID() string {
 	id := make([]byte, 20)
 	rand.Read(id)

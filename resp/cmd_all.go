@@ -33,13 +33,14 @@ func cmdAll(s *Server, c *client, args [][]byte, now int64) {
 	}
 	c.w.WriteArray(1 + len(ds))
 	c.w.WriteInt64(boolInt(allowed))
-	for _, d := range ds {
+	for i, d := range ds {
+		retry, reset := replyTimes(d, rules[i].Req.Cell)
 		c.w.WriteArray(5)
 		c.w.WriteInt64(boolInt(d.Allowed))
 		c.w.WriteInt64(d.Limit)
 		c.w.WriteInt64(d.Remaining)
-		c.w.WriteInt64(d.RetryAfter)
-		c.w.WriteInt64(d.ResetAfter)
+		c.w.WriteInt64(retry)
+		c.w.WriteInt64(reset)
 	}
 }
 

@@ -1,5 +1,7 @@
 package resp
 
+import "github.com/rlserver/rlserver/algo"
+
 // cmdAcquire serves RL.ACQUIRE key limit lease_ms [ID id]: four integers and the
 // lease's id, a null when no lease was taken (RESP3 "_", RESP2 a null bulk string).
 func cmdAcquire(s *Server, c *client, args [][]byte, now int64) {
@@ -17,7 +19,7 @@ func cmdAcquire(s *Server, c *client, args [][]byte, now int64) {
 	c.w.WriteInt64(boolInt(d.Acquired))
 	c.w.WriteInt64(d.Limit)
 	c.w.WriteInt64(d.Remaining)
-	c.w.WriteInt64(d.RetryAfter)
+	c.w.WriteInt64(algo.Millis(d.RetryAfter))
 	if !d.Acquired {
 		c.writeNull()
 		return

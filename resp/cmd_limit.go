@@ -1,6 +1,10 @@
 package resp
 
-import "github.com/rlserver/rlserver/algo"
+import (
+	"math"
+
+	"github.com/rlserver/rlserver/algo"
+)
 
 // parser reads a rate-limiting command's arguments after the key into a request.
 type parser func(s *Server, args [][]byte) (algo.Request, error)
@@ -41,11 +45,30 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 		if d.Allowed != req.Cell { // redis-cell's reply (CL.THROTTLE, GCRA) answers "limited" instead
 			first = 1
 		}
+		retry, reset := replyTimes(d, req.Cell)
 		c.w.WriteArray(5)
 		c.w.WriteInt64(first)
 		c.w.WriteInt64(d.Limit)
 		c.w.WriteInt64(d.Remaining)
-		c.w.WriteInt64(d.RetryAfter)
-		c.w.WriteInt64(d.ResetAfter)
+		c.w.WriteInt64(retry)
+		c.w.WriteInt64(reset)
 	}
+}
+
+// replyTimes is a reply's retry_after and reset_after, d's µs in the wire's units:
+// whole ms rounded up (algo.Millis), or in redis-cell's reply (cell: CL.THROTTLE and
+// GCRA) whole seconds rounded up as Redis's gcra.c does, ceil of a float64 quotient,
+// which for CL.THROTTLE's times (0 to 2^53 µs) is redis-cell's exact ceil. retry_after
+// -1 stays -1. Every reply with a Decision's times converts them here (RL.ACQUIRE's
+// retry_after is algo.Millis too).
+func replyTimes(d algo.Decision, cell bool) (retry, reset int64) {
+	if !cell {
+		return algo.Millis(d.RetryAfter), algo.Millis(d.ResetAfter)
+	}
+	seconds := func(x int64) int64 { return int64(math.Ceil(float64(x) / 1e6)) }
+	retry = -1
+	if d.RetryAfter >= 0 {
+		retry = seconds(d.RetryAfter)
+	}
+	return retry, seconds(d.ResetAfter)
 }

@@ -37,8 +37,8 @@ type watcher struct {
 // cmdMonitor serves MONITOR: the connection leaves redcon's loop, as a subscriber's
 // does, and from now on receives every command the server runs.
 func cmdMonitor(s *Server, c *client, _ [][]byte, _ int64) {
-	sub, fresh := c.sub, c.sub == nil
-	if fresh {
+	sub, first := c.sub, c.sub == nil
+	if first {
 		sub = s.detach(c)
 	}
 	c.w.WriteString("OK")
@@ -57,7 +57,7 @@ func cmdMonitor(s *Server, c *client, _ [][]byte, _ int64) {
 		s.ps.wg.Add(1)
 		go s.writeMonitor(w)
 	}
-	if fresh {
+	if first {
 		// serveDetached flushes a detached connection's replies, holding its lock;
 		// this one is not there yet.
 		sub.wmu.Lock()

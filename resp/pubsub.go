@@ -148,8 +148,8 @@ func subscribeCmd(pattern bool) func(s *Server, c *client, args [][]byte, _ int6
 	}
 	return func(s *Server, c *client, args [][]byte, _ int64) {
 		sub := c.sub
-		fresh := sub == nil
-		if fresh {
+		first := sub == nil
+		if first {
 			sub = s.detach(c)
 			sub.wmu.Lock()
 		}
@@ -173,9 +173,9 @@ func subscribeCmd(pattern bool) func(s *Server, c *client, args [][]byte, _ int6
 			c.w.WriteInt64(int64(n))
 		}
 		switch {
-		case fresh && c.inExec:
+		case first && c.inExec:
 			c.execSub = sub // cmdExec serves it
-		case fresh:
+		case first:
 			sub.dc.Flush()
 			sub.wmu.Unlock()
 			go s.serveDetached(sub)

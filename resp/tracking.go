@@ -64,16 +64,16 @@ func cmdClientTracking(s *Server, c *client, args [][]byte, _ int64) {
 	if !c.trackingOn.Swap(true) {
 		s.trackers.Add(1)
 	}
-	sub, fresh := c.sub, c.sub == nil
-	if fresh {
+	sub, first := c.sub, c.sub == nil
+	if first {
 		sub = s.detach(c)
 		sub.wmu.Lock()
 	}
 	c.w.WriteString("OK")
 	switch {
-	case fresh && c.inExec:
+	case first && c.inExec:
 		c.execSub = sub // cmdExec serves it
-	case fresh:
+	case first:
 		sub.dc.Flush()
 		sub.wmu.Unlock()
 		go s.serveDetached(sub)

@@ -324,7 +324,7 @@ func TestDoAllLogRulesShareShard(t *testing.T) {
 			t.Fatalf("call %d: %v %v, remaining %d and %d; want %v", call, ok, err, ds[0].Remaining, ds[1].Remaining, want)
 		}
 	}
-	if ok, _ := s.DoAll([]algo.Rule{short, long}, ds, t0+sec); ok || ds[0].Remaining != 4 || ds[1].RetryAfter != 59000 {
+	if ok, _ := s.DoAll([]algo.Rule{short, long}, ds, t0+sec); ok || ds[0].Remaining != 4 || algo.Millis(ds[1].RetryAfter) != 59000 {
 		t.Fatalf("long full: %v, %+v", ok, ds)
 	}
 }

@@ -28,7 +28,7 @@ func (s *Store) Acquire(key []byte, r algo.LeaseRequest, now int64) (algo.LeaseD
 	sh, tag := s.locate(key, now)
 	defer sh.mu.Unlock()
 	now = s.decideAt(sh, now)
-	pos, slot, leases, err := sh.leases(key, tag, now)
+	at, leases, err := sh.leases(key, tag, now)
 	if err != nil {
 		return algo.LeaseDecision{}, err
 	}
@@ -39,7 +39,7 @@ func (s *Store) Acquire(key []byte, r algo.LeaseRequest, now int64) (algo.LeaseD
 	leases, d := algo.Acquire(leases, r, newID, now)
 	sh.keepLeases(leases)
 	if d.Acquired {
-		if err := sh.writeLeases(key, tag, pos, slot, leases, now); err != nil {
+		if err := sh.writeLeases(at, leases, now); err != nil {
 			return algo.LeaseDecision{}, err
 		}
 		s.emit(sh, key, tag, now)
@@ -74,15 +74,15 @@ func (s *Store) change(key []byte, now int64, f func([]algo.Lease, int64) ([]alg
 	sh, tag := s.locate(key, now)
 	defer sh.mu.Unlock()
 	now = s.decideAt(sh, now)
-	pos, slot, leases, err := sh.leases(key, tag, now)
-	if err != nil || pos < 0 {
+	at, leases, err := sh.leases(key, tag, now)
+	if err != nil || at.pos < 0 {
 		return false, err
 	}
 	leases, changed := f(leases, now)
 	sh.keepLeases(leases)
 	if changed {
 		// An existing key only shrinks or keeps its size class: no room to make.
-		if err := sh.writeLeases(key, tag, pos, slot, leases, now); err != nil {
+		if err := sh.writeLeases(at, leases, now); err != nil {
 			return false, err
 		}
 		s.emit(sh, key, tag, now)
@@ -91,21 +91,22 @@ func (s *Store) change(key []byte, now int64, f func([]algo.Lease, int64) ([]alg
 	return changed, nil
 }
 
-// leases finds key and decodes its lease set into the shard's scratch: its index
-// position and slot (-1 if absent) and leases, or ErrWrongType.
-func (sh *shard) leases(key []byte, tag uint32, now int64) (int, uint32, []algo.Lease, error) {
-	pos, slot := sh.get(key, tag, now)
-	if pos < 0 {
-		return pos, slot, sh.leaseScratch[:0], nil
+// leases finds key and decodes its lease set into the shard's scratch: where the key
+// is (at.pos -1 if absent) and leases, or ErrWrongType.
+func (sh *shard) leases(key []byte, tag uint32, now int64) (keyAt, []algo.Lease, error) {
+	at := keyAt{key: key, tag: tag}
+	at.pos, at.slot = sh.get(key, tag, now)
+	if at.pos < 0 {
+		return at, sh.leaseScratch[:0], nil
 	}
-	e := sh.at(slot)
+	e := sh.at(at.slot)
 	if e.kind() != algo.KindLease {
-		return 0, 0, nil, ErrWrongType
+		return keyAt{}, nil, ErrWrongType
 	}
 	var leases []algo.Lease
 	base, _ := e.state()
 	leases, sh.leaseIDs = decodeLeases(sh.tail(e), int64(base), sh.leaseScratch[:0], sh.leaseIDs)
-	return pos, slot, leases, nil
+	return at, leases, nil
 }
 
 // keepLeases keeps leases' array as the scratch if it grew.
@@ -115,21 +116,20 @@ func (sh *shard) keepLeases(leases []algo.Lease) {
 	}
 }
 
-// writeLeases stores key's lease set, created if pos < 0 (after making room), or
-// removes the key if no lease is left.
-func (sh *shard) writeLeases(key []byte, tag uint32, pos int, slot uint32, leases []algo.Lease, now int64) error {
+// writeLeases stores the lease set of the key at at, created if at.pos < 0 (after
+// making room), or removes the key if no lease is left.
+func (sh *shard) writeLeases(at keyAt, leases []algo.Lease, now int64) error {
 	if len(leases) == 0 {
-		sh.removeFresh(pos, slot)
+		sh.removeFresh(at.pos, at.slot)
 		return nil
 	}
 	base := leases[0].Deadline
 	size := leaseSize(leases, base)
-	if pos < 0 {
-		if err := sh.makeRoom(sh.placementFor(key, algo.KindLease, 0, 0, 0, size), now); err != nil {
+	if at.pos < 0 {
+		if err := sh.makeRoom(sh.placementFor(at.key, algo.KindLease, 0, 0, 0, size), now); err != nil {
 			return err
 		}
 	}
-	at := keyAt{key: key, tag: tag, pos: pos, slot: slot}
 	encodeLeases(sh.placeTail(at, tail{kind: algo.KindLease, base: base, size: size, freshAt: leases[len(leases)-1].Deadline}), leases, base)
 	return nil
 }

@@ -24,7 +24,7 @@ type leaseCall struct {
 	wantKeys int
 }
 
-// runLeaseCalls plays calls on key "job" of a fresh store with one shard, and returns
+// runLeaseCalls plays calls on key "job" of a new store with one shard, and returns
 // the store and the ids acquired.
 func runLeaseCalls(t *testing.T, calls []leaseCall) *Store {
 	t.Helper()
@@ -42,7 +42,7 @@ func runLeaseCalls(t *testing.T, calls []leaseCall) *Store {
 			}
 			var d algo.LeaseDecision
 			d, err = s.Acquire(key, r, now)
-			got = fmt.Sprint(b2i(d.Acquired), " ", d.Remaining, " ", d.RetryAfter)
+			got = fmt.Sprint(b2i(d.Acquired), " ", d.Remaining, " ", algo.Millis(d.RetryAfter))
 			if d.Acquired && c.id != "" && string(d.ID) != c.id {
 				t.Errorf("call %d: id %q, want %q", i, d.ID, c.id)
 			}
@@ -126,7 +126,7 @@ func TestLeaseCrash(t *testing.T) {
 			}
 		}
 	}
-	if d, _ := s.Acquire([]byte("worker-pool-0"), algo.LeaseRequest{Limit: 3, Duration: sec}, t0+500*ms); d.Acquired || d.RetryAfter != 500 {
+	if d, _ := s.Acquire([]byte("worker-pool-0"), algo.LeaseRequest{Limit: 3, Duration: sec}, t0+500*ms); d.Acquired || algo.Millis(d.RetryAfter) != 500 {
 		t.Fatalf("a full set: %+v, want refused for 500 ms", d)
 	}
 	full := s.Stats().Bytes

@@ -276,7 +276,7 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 		return algo.Decision{}, true, ErrWrongType
 	}
 	if r.Kind == algo.KindLog {
-		d, err := sh.doLog(key, tag, pos, slot, r, now)
+		d, err := sh.doLog(keyAt{key: key, tag: tag, pos: pos, slot: slot}, r, now)
 		return d, pos >= 0, err
 	}
 	var a, b uint64
@@ -307,8 +307,9 @@ func (sh *shard) do(key []byte, tag uint32, r algo.Request, now int64) (algo.Dec
 	return d, existed, nil
 }
 
-// doLog decides an RL.LOG call.
-func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Request, now int64) (algo.Decision, error) {
+// doLog decides an RL.LOG call on the key at at.
+func (sh *shard) doLog(at keyAt, r algo.Request, now int64) (algo.Decision, error) {
+	pos, slot := at.pos, at.slot
 	entries := sh.logs[:0]
 	var old storedLog
 	if pos >= 0 {
@@ -347,11 +348,11 @@ func (sh *shard) doLog(key []byte, tag uint32, pos int, slot uint32, r algo.Requ
 	k := uint(old.h & logKMask)
 	if pos < 0 {
 		k = guessK(r)
-		if err := sh.makeRoom(sh.placementFor(key, algo.KindLog, 0, 0, 0, logSize(entries, logHeader(entries, k))), now); err != nil {
+		if err := sh.makeRoom(sh.placementFor(at.key, algo.KindLog, 0, 0, 0, logSize(entries, logHeader(entries, k))), now); err != nil {
 			return d, err
 		}
 	}
-	sh.writeLog(key, tag, pos, slot, entries, d.FreshAt, k)
+	sh.writeLog(at, entries, d.FreshAt, k)
 	return d, nil
 }
 
@@ -405,14 +406,13 @@ func (sh *shard) appendLog(slot uint32, old storedLog, entries []algo.LogEntry, 
 	return true
 }
 
-// writeLog stores a non-empty log for key, created if pos < 0, fresh at freshAt,
+// writeLog stores a non-empty log for the key at at, created if at.pos < 0, fresh at freshAt,
 // encoded whole: the log is kept in the key's chunk after the key (logcodec.go),
 // a = the first entry's time. One entry has no step to choose k by: it takes k (the
 // stored log's, or guessK's for a new key), so that the next call appends a short
 // code rather than an escaped one.
-func (sh *shard) writeLog(key []byte, tag uint32, pos int, slot uint32, entries []algo.LogEntry, freshAt int64, k uint) {
+func (sh *shard) writeLog(at keyAt, entries []algo.LogEntry, freshAt int64, k uint) {
 	h := logHeader(entries, k)
-	at := keyAt{key: key, tag: tag, pos: pos, slot: slot}
 	encodeLog(sh.placeTail(at, tail{kind: algo.KindLog, base: entries[0].TS, size: logSize(entries, h), freshAt: freshAt}), entries, h)
 }
 

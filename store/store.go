@@ -84,7 +84,7 @@ type Config struct {
 	// MonotonicTime makes Do decide at no earlier time than its shard last decided
 	// at, for a caller that reads a shared clock before Do takes the shard's lock: a
 	// call can then arrive after a later one, and a fixed window's state would flip
-	// back to the old window and forward again, each time with a fresh count: the soak
+	// back to the old window and forward again, each time with a new count: the soak
 	// test (2,000 connections) saw hot RL.FIXED keys allow more than their limit
 	// without it, and stays within it with it.
 	// Callers that replay times of their own, going back, leave it off.

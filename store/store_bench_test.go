@@ -58,7 +58,7 @@ func buildKeys(tb testing.TB, s *Store, kind algo.Kind, n int) {
 		}
 		last := entries[len(entries)-1].TS
 		sh, tag := s.locate(key, last)
-		sh.writeLog(key, tag, -1, 0, entries, last+r.Window, 0)
+		sh.writeLog(keyAt{key: key, tag: tag, pos: -1}, entries, last+r.Window, 0)
 		sh.mu.Unlock()
 	}
 }
@@ -142,7 +142,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 
 const childEnv = "RLSTORE_BYTES_CHILD"
 
-// childRSS re-runs the test binary to build memory case i in a fresh process and
+// childRSS re-runs the test binary to build memory case i in a new process and
 // returns the growth of its resident set.
 func childRSS(b *testing.B, i int) int64 {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBytesChild$", "-test.count=1")

@@ -30,7 +30,7 @@ type churnResult struct {
 
 // runChurn answers the question a user asks of a server's memory over time: does RSS
 // hold steady while users come and go, and does it go back to the OS when they are
-// gone? On a fresh rlserver process it loads -users users (RL.GCRA user:%08d 1
+// gone? On a newly started rlserver process it loads -users users (RL.GCRA user:%08d 1
 // <life>: a key lives -churn-life after its last admitted call), reads RSS, then for
 // -churn-time sends calls to random users at users/life per second, so that keys
 // expire and come back all the time, sampling RSS and DBSIZE every 10 s; then it stops

@@ -190,7 +190,7 @@ func parseFlags(args []string) (config, string, error) {
 	fs := flag.NewFlagSet("rlbench", flag.ContinueOnError)
 	fs.StringVar(&cfg.rlserver, "rlserver", "", "rlserver `address` (loopback)")
 	fs.StringVar(&cfg.redis, "redis", "", "Redis `address` (loopback), running the reference scripts")
-	fs.BoolVar(&cfg.start, "start", false, "start an in-process rlserver and a redis-server on loopback, stopped after (memory: a fresh rlserver process and redis-server per row)")
+	fs.BoolVar(&cfg.start, "start", false, "start an in-process rlserver and a redis-server on loopback, stopped after (memory: a new rlserver process and redis-server per row)")
 	fs.StringVar(&cfg.out, "out", "results", "results `dir` for <experiment>.json; empty for none")
 	fs.IntVar(&cfg.users, "users", 100_000, "memory: users per algorithm (RL.LOG: a tenth, 100 entries each)")
 	fs.IntVar(&cfg.logCalls, "log-calls", 200_000, "memory: most RL.LOG calls per side and limit in the growth series")

@@ -59,10 +59,10 @@ type logGrowthRow struct {
 // runMemory builds the same state for many users on both sides, one algorithm at
 // a time, and reports the memory per user as a user measures it: the growth of each
 // server's RSS, a second after loading, with no MEMORY PURGE. With -start every row
-// gets a fresh redis-server and a fresh rlserver process (default flags but
+// gets a newly started redis-server and rlserver process (default flags but
 // -enable-debug-command; -rlserver-bin, or go build); with -redis and -rlserver the
 // given servers are emptied (FLUSHALL) between rows, and a Redis whose allocator kept
-// the pages of an earlier row grows less than a fresh one would. Every algorithm
+// the pages of an earlier row grows less than a new one would. Every algorithm
 // takes one call per user (limit 10 per hour) on keys user:%08d; the log takes 100
 // entries for a tenth of the users (limit 100 per hour), then the log-growth series
 // fills logs of 10 to 10,000 entries.
@@ -74,7 +74,7 @@ type logGrowthRow struct {
 // DEBUG CLOCK SET: rlserver must run with -enable-debug-command (-start does).
 func runMemory(ctx context.Context, cfg config, e *env, w io.Writer) (any, error) {
 	res := memoryResult{Users: cfg.users}
-	fresh, cleanup, err := freshServers(ctx, cfg, e)
+	servers, cleanup, err := newServers(ctx, cfg, e)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func runMemory(ctx context.Context, cfg config, e *env, w io.Writer) (any, error
 		if k == algo.KindLog {
 			users, limit = cfg.users/10, 100
 		}
-		bytes, err := measure(ctx, fresh, users, func(tg target, done func(int)) error {
+		bytes, err := measure(ctx, servers, users, func(tg target, done func(int)) error {
 			if k == algo.KindLog {
 				return fillLogs(ctx, tg, users, limit, done)
 			}
@@ -102,7 +102,7 @@ func runMemory(ctx context.Context, cfg config, e *env, w io.Writer) (any, error
 	}
 	for _, limit := range logLimits {
 		users := max(1, cfg.logCalls/limit)
-		bytes, err := measure(ctx, fresh, users, func(tg target, done func(int)) error {
+		bytes, err := measure(ctx, servers, users, func(tg target, done func(int)) error {
 			return fillLogs(ctx, tg, users, limit, done)
 		})
 		if err != nil {
@@ -165,10 +165,10 @@ func memoryKey(i int) string { return fmt.Sprintf("user:%08d", i) }
 // bytesPerUser is one load's memory per user on each side; -1 where absent.
 type bytesPerUser struct{ redisRSS, serverRSS, redisUsed, serverStore, serverHeap float64 }
 
-// freshServers returns what measure loads for each row: with -start, a function that
-// starts a fresh redis-server and rlserver process and returns them (to be closed
+// newServers returns what measure loads for each row: with -start, a function that
+// starts a new redis-server and rlserver process and returns them (to be closed
 // after the row); otherwise e itself, emptied first. cleanup removes what it made.
-func freshServers(ctx context.Context, cfg config, e *env) (func() (*env, error), func(), error) {
+func newServers(ctx context.Context, cfg config, e *env) (func() (*env, error), func(), error) {
 	if !cfg.start {
 		return func() (*env, error) {
 			for _, tg := range e.targets {
@@ -196,21 +196,21 @@ func freshServers(ctx context.Context, cfg config, e *env) (func() (*env, error)
 			return nil, err
 		}
 		s.add(p.Kill)
-		fresh, err := connect(ctx, config{redis: raddr, rlserver: p.Addr})
+		started, err := connect(ctx, config{redis: raddr, rlserver: p.Addr})
 		if err != nil {
 			s.stop()
 			return nil, err
 		}
-		fresh.stops = append(fresh.stops, s.stop)
-		return fresh, nil
+		started.stops = append(started.stops, s.stop)
+		return started, nil
 	}, func() { os.RemoveAll(dir) }, nil
 }
 
-// measure gets servers from fresh, loads each side with load, waits a second, checks
+// measure gets its servers from servers(), loads each side with load, waits a second, checks
 // it holds users keys, and returns the memory per user the load added.
-func measure(ctx context.Context, fresh func() (*env, error), users int, load func(tg target, done func(int)) error) (bytesPerUser, error) {
+func measure(ctx context.Context, servers func() (*env, error), users int, load func(tg target, done func(int)) error) (bytesPerUser, error) {
 	out := bytesPerUser{-1, -1, -1, -1, -1}
-	e, err := fresh()
+	e, err := servers()
 	if err != nil {
 		return out, err
 	}

@@ -234,7 +234,7 @@ func spreadRLS(ctx context.Context, conn *grpc.ClientConn, n int, d time.Duratio
 	})
 }
 
-// rlsMemory makes n fresh descriptor values active on each side and prints the RSS
+// rlsMemory makes n new descriptor values active on each side and prints the RSS
 // its processes grew by, per value, and the keys the store holds.
 func rlsMemory(ctx context.Context, w io.Writer, targets []*rlsTarget, n, streams int) error {
 	reqs := rlsRequests("m", n, 1) // values no load phase used

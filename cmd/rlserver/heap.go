@@ -24,7 +24,7 @@ const idleAllocs = 64 << 10
 //
 // Why: the store lives off the Go heap (internal/offheap), so the heap holds only
 // requests in flight and their buffers, but serving leaves garbage behind. Any load
-// grows the heap to the collector's 4 MB minimum goal, 3 MB over a fresh server's
+// grows the heap to the collector's 4 MB minimum goal, 3 MB over a newly started server's
 // (15-20 B a user for 200k users, in TestMemoryPerUser), and a client that pipelined a
 // million calls at once (redis-cli --pipe) left 150 MB of garbage in a heap whose live
 // data was a few MB. With no traffic after, nothing triggers a collection until the
