@@ -271,7 +271,8 @@ func (s *Server) killClients(c *client, f killFilter) (n int, self bool) {
 func cmdClientReply(_ *Server, c *client, args [][]byte, _ int64) {
 	switch strings.ToLower(string(args[2])) {
 	case "on":
-		c.replyOff, c.replySkip, c.skipping = false, false, false // as Redis: ON's own OK is sent
+		c.replyOff, c.replySkip, c.skipping = false, false, false
+		c.silent = false // as Redis: ON's own OK is sent
 		c.w.WriteString("OK")
 	case "off":
 		c.replyOff = true

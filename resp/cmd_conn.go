@@ -80,7 +80,7 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 		}
 		c.authed = true
 	}
-	if !c.authed {
+	if !c.authed { // as Redis: its flag, though the password was cleared since
 		c.writeError(errHelloNoAuth)
 		return
 	}
