@@ -305,3 +305,37 @@ func TestPubsubObjectAsRedis(t *testing.T) {
 		"OBJECT NOPE k\r\nOBJECT ENCODING\r\nOBJECT FREQ a b\r\nOBJECT\r\n",
 	})
 }
+
+// TestNumbersAsRedis: integer arguments are read as Redis's string2ll reads them (no
+// '+', no leading zero, no space, no exponent or hexadecimal), and CONFIG SET's
+// integer and memory parameters refuse what Redis refuses, in its words.
+func TestNumbersAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	var inputs []string
+	for _, v := range []string{"+1", "01", "-0", " 1", "1 ", "0x10", "1e3", "1.5", "inf", "nan", "1e400",
+		"9223372036854775808", "-9223372036854775809", ""} {
+		for _, cmd := range [][]string{{"SELECT", v}, {"SCAN", "0", "COUNT", v}, {"MEMORY", "USAGE", "k", "SAMPLES", v},
+			{"SLOWLOG", "GET", v}, {"CLIENT", "KILL", "ID", v}, {"HELLO", v}, {"CONFIG", "SET", "timeout", v},
+			{"CONFIG", "SET", "maxclients", v}, {"CONFIG", "SET", "slowlog-log-slower-than", v},
+			{"CONFIG", "SET", "slowlog-max-len", v}} {
+			inputs = append(inputs, string(respArray(cmd...)))
+		}
+		if v != "" && v != "9223372036854775808" && v != "01" { // Redis takes these; rlserver needs 0 or 1 MiB or more
+			inputs = append(inputs, string(respArray("CONFIG", "SET", "maxmemory", v)))
+		}
+	}
+	inputs = append(inputs, string(respArray("CONFIG", "SET", "slowlog-log-slower-than", "-2")),
+		string(respArray("CONFIG", "SET", "maxclients", "4294967296")), string(respArray("CONFIG", "SET", "maxclients", "0")),
+		string(respArray("CONFIG", "SET", "timeout", "-1")), string(respArray("CONFIG", "SET", "maxmemory", "-1")))
+	compareWithRedis(t, redisAddr, rlAddr, inputs)
+}
+
+// respArray encodes args as one RESP request.
+func respArray(args ...string) []byte {
+	b := fmt.Appendf(nil, "*%d\r\n", len(args))
+	for _, a := range args {
+		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b
+}

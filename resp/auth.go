@@ -32,6 +32,13 @@ func (s *Server) checkAuth(user, pass []byte) bool {
 	return subtle.ConstantTimeCompare(sum[:], t.passHash[:]) == 1
 }
 
+// authRequired says whether c must authenticate before its next command: a password
+// is set now and c has not logged in. As Redis asks it of each command, clearing the
+// password lets in connections made while it was set.
+func (s *Server) authRequired(c *client) bool {
+	return !c.authed && s.tun.Load().requirePass != ""
+}
+
 // cmdAuth serves AUTH [username] password. A failed AUTH leaves a connection that
 // was authenticated authenticated, as in Redis.
 func cmdAuth(s *Server, c *client, args [][]byte, _ int64) {

@@ -27,11 +27,16 @@ type client struct {
 	batchStart time.Time
 	batchMark  time.Duration
 	batchOpen  bool
-	authed     bool // by AUTH or HELLO AUTH, or no password is required
+	authed     bool // by AUTH or HELLO AUTH, or no password was required when it connected
 	// CLIENT REPLY OFF: replies are dropped; SKIP: the next command's is (replySkip
 	// until it starts, skipping while it runs, so that CLIENT REPLY ON can end it).
 	replyOff, replySkip, skipping bool
-	trackNoLoop                   bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
+	// silent while a command runs silenced: what it writes to w after silentFrom
+	// is cut, but pushes, which Redis sends despite CLIENT REPLY (its
+	// CLIENT_PUSHING), move silentFrom past themselves.
+	silent      bool
+	silentFrom  int
+	trackNoLoop bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool
@@ -60,6 +65,14 @@ type client struct {
 }
 
 func (c *client) resp3() bool { return c.proto.Load() == 3 }
+
+// unsilence ends a silenced command's run: its reply since silentFrom is cut.
+func (c *client) unsilence() {
+	if c.silent {
+		c.w.SetBuffer(c.w.Buffer()[:c.silentFrom])
+	}
+	c.silent, c.skipping = false, false
+}
 
 // writeError sends an error line and counts it for INFO.
 func (c *client) writeError(msg string) {

@@ -112,7 +112,7 @@ func cmdClientList(s *Server, c *client, args [][]byte, _ int64) {
 			}
 		case bytes.EqualFold(args[i], []byte("id")) && i+1 < len(args):
 			for i++; i < len(args); i++ {
-				id, ok := parseInt(args[i])
+				id, ok := parseInt64(args[i])
 				if !ok || id < 1 {
 					c.writeError("ERR Invalid client ID")
 					return
@@ -192,7 +192,7 @@ func cmdClientKill(s *Server, c *client, args [][]byte, _ int64) {
 				return
 			}
 		case "id":
-			n, ok := parseInt(args[i+1])
+			n, ok := parseInt64(args[i+1])
 			if !ok || n < 1 {
 				c.writeError("ERR client-id should be greater than 0")
 				return
@@ -271,7 +271,8 @@ func (s *Server) killClients(c *client, f killFilter) (n int, self bool) {
 func cmdClientReply(_ *Server, c *client, args [][]byte, _ int64) {
 	switch strings.ToLower(string(args[2])) {
 	case "on":
-		c.replyOff, c.replySkip, c.skipping = false, false, false // as Redis: ON's own OK is sent
+		c.replyOff, c.replySkip, c.skipping = false, false, false
+		c.silent = false // as Redis: ON's own OK is sent
 		c.w.WriteString("OK")
 	case "off":
 		c.replyOff = true

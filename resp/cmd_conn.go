@@ -47,7 +47,7 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 	var name []byte
 	setName := false
 	if len(args) > 1 {
-		v, ok := parseInt(args[1])
+		v, ok := parseInt64(args[1])
 		if !ok {
 			c.writeError("ERR Protocol version is not an integer or out of range")
 			return
@@ -80,7 +80,7 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 		}
 		c.authed = true
 	}
-	if !c.authed {
+	if !c.authed { // as Redis: its flag, though the password was cleared since
 		c.writeError(errHelloNoAuth)
 		return
 	}
@@ -116,7 +116,7 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 }
 
 func cmdSelect(_ *Server, c *client, args [][]byte, _ int64) {
-	db, ok := parseInt(args[1])
+	db, ok := parseInt64(args[1])
 	switch {
 	case !ok:
 		c.writeError(errNotInteger)

@@ -15,12 +15,6 @@ const (
 	errInvalidCursor = "ERR invalid cursor"
 )
 
-// parseInt reads a decimal int64 argument.
-func parseInt(b []byte) (int64, bool) {
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
-}
-
 // cmdDel serves DEL, UNLINK and RL.RESET: remove the keys, answer how many existed.
 func cmdDel(s *Server, c *client, args [][]byte, now int64) {
 	var n int64
@@ -98,7 +92,7 @@ func cmdScan(s *Server, c *client, args [][]byte, now int64) {
 				match = nil
 			}
 		case bytes.EqualFold(opt, []byte("count")):
-			n, ok := parseInt(val)
+			n, ok := parseInt64(val)
 			if !ok {
 				c.writeError(errNotInteger)
 				return
@@ -175,7 +169,7 @@ func cmdMemoryUsage(s *Server, c *client, args [][]byte, now int64) {
 			c.writeError(errSyntax)
 			return
 		}
-		n, ok := parseInt(args[i+1])
+		n, ok := parseInt64(args[i+1])
 		if !ok {
 			c.writeError(errNotInteger)
 			return

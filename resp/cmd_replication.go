@@ -35,7 +35,7 @@ func cmdReplicaOf(s *Server, c *client, args [][]byte, _ int64) {
 		c.w.WriteString("OK")
 		return
 	}
-	port, ok := parseInt(args[2])
+	port, ok := parseInt64(args[2])
 	if !ok || port < 1 || port > 65535 {
 		c.writeError("ERR Invalid master port")
 		return
@@ -62,8 +62,8 @@ func cmdPSync(_ *Server, c *client, _ [][]byte, _ int64) {
 // cmdRLSync serves RLSYNC replid offset listening-port: the connection becomes a
 // replica's link, fed by its own goroutine.
 func cmdRLSync(s *Server, c *client, args [][]byte, _ int64) {
-	port, ok := parseInt(args[3])
-	reqOff, ok2 := parseInt(args[2])
+	port, ok := parseInt64(args[3])
+	reqOff, ok2 := parseInt64(args[2])
 	if !ok || !ok2 || port < 0 || port > 65535 {
 		c.writeError(errSyntax)
 		return

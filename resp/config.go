@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -91,8 +92,10 @@ var params = []param{
 	{name: "maxmemory", def: "0",
 		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.core.MaxMemory, 10) },
 		set: func(_ *Server, t *tunables, v string) (err error) {
-			t.core.MaxMemory, err = ParseMemory(v)
-			return err
+			if t.core.MaxMemory, err = ParseMemory(v); err != nil {
+				return errors.New("argument must be a memory value") // Redis's words
+			}
+			return nil
 		}},
 	{name: "maxmemory-policy", def: store.PolicyVolatileTTL.String(),
 		get: func(_ *Server, t *tunables) string { return t.core.EffectivePolicy().String() },
@@ -106,9 +109,9 @@ var params = []param{
 	{name: "timeout", def: "0",
 		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(int64(t.idleTimeout/time.Second), 10) },
 		set: func(_ *Server, t *tunables, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 || n > 1<<31-1 {
-				return errors.New("argument must be between 0 and 2147483647 inclusive")
+			n, err := configInt(v, 0, 1<<31-1)
+			if err != nil {
+				return err
 			}
 			t.idleTimeout = time.Duration(n) * time.Second
 			return nil
@@ -119,9 +122,9 @@ var params = []param{
 	{name: "maxclients", def: strconv.Itoa(DefaultMaxClients),
 		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.maxClients, 10) },
 		set: func(_ *Server, t *tunables, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 1 || n > 1<<31-1 {
-				return errors.New("argument must be between 1 and 2147483647 inclusive")
+			n, err := configInt(v, 1, 1<<32-1) // Redis's bounds
+			if err != nil {
+				return err
 			}
 			t.maxClients = n
 			return nil
@@ -148,19 +151,19 @@ var params = []param{
 	{name: "slowlog-log-slower-than", def: strconv.FormatInt(DefaultSlowlogLogSlowerThan.Microseconds(), 10),
 		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.slowerThan, 10) },
 		set: func(_ *Server, t *tunables, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
+			n, err := configInt(v, -1, math.MaxInt64)
 			if err != nil {
-				return errors.New("argument couldn't be parsed into an integer")
+				return err
 			}
-			t.slowerThan = max(n, -1)
+			t.slowerThan = n
 			return nil
 		}},
 	{name: "slowlog-max-len", def: strconv.Itoa(DefaultSlowlogMaxLen),
 		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.slowlogLen) },
 		set: func(_ *Server, t *tunables, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 || n > 1<<31-1 {
-				return errors.New("argument must be between 0 and 2147483647 inclusive")
+			n, err := configInt(v, 0, 1<<31-1)
+			if err != nil {
+				return err
 			}
 			t.slowlogLen = int(n)
 			return nil
@@ -331,4 +334,17 @@ func (s *Server) replicaOfArgs() []string {
 		return nil
 	}
 	return []string{host, strconv.Itoa(port)}
+}
+
+// configInt parses an integer parameter as Redis's CONFIG SET does: string2ll's
+// syntax (parseInt64), then the bounds, each refused in Redis's words.
+func configInt(v string, lo, hi int64) (int64, error) {
+	n, ok := parseInt64([]byte(v))
+	if !ok {
+		return 0, errors.New("argument couldn't be parsed into an integer")
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
+	}
+	return n, nil
 }

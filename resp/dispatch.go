@@ -51,17 +51,17 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 }
 
 // dispatchSilent runs a command whose reply CLIENT REPLY OFF or SKIP drops: what it
-// wrote is cut from the buffer, unless it was CLIENT REPLY ON's OK, or the command
-// handed the connection to a goroutine of its own (SUBSCRIBE), which owns c now.
+// writes is cut from the buffer but its pushes and CLIENT REPLY ON's OK. A command
+// that hands the connection to a goroutine of its own (SUBSCRIBE), which owns c
+// then, ends the silence itself before it does.
 func (s *Server) dispatchSilent(c *client, args [][]byte) {
 	sub := c.sub
 	c.skipping, c.replySkip = c.replySkip, false
-	mark := len(c.w.Buffer())
+	c.silent, c.silentFrom = true, len(c.w.Buffer())
 	s.dispatch(c, args)
-	if c.sub == sub && (c.skipping || c.replyOff) {
-		c.w.SetBuffer(c.w.Buffer()[:mark])
+	if c.sub == sub {
+		c.unsilence()
 	}
-	c.skipping = false
 }
 
 // dispatch finds a command and checks its arguments and the connection's right to
@@ -94,9 +94,14 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		c.refuse("ERR " + msg)
 		return
 	}
-	if !c.authed && !cm.noAuth {
+	if !cm.noAuth && s.authRequired(c) {
 		cm.stats.rejected.Add(1)
 		c.refuse(errNoAuth)
+		return
+	}
+	if msg := s.subscribedRefusal(c, cm); msg != "" {
+		cm.stats.rejected.Add(1)
+		c.refuse(msg)
 		return
 	}
 	if c.inMulti && !cm.tx {

@@ -81,7 +81,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			go reject(conn, errMaxClients)
 			continue
 		}
-		return &limitConn{Conn: conn, maxBulk: l.s.cfg.ProtoMaxBulkLen}, nil
+		return &limitConn{Conn: conn, s: l.s, maxBulk: l.s.cfg.ProtoMaxBulkLen}, nil
 	}
 }
 
@@ -104,6 +104,7 @@ func reject(conn net.Conn, err error) {
 // and finds the length lines Redis refuses.
 type limitConn struct {
 	net.Conn
+	s       *Server
 	maxBulk int64
 	scan    requestScan
 	broken  error   // a bound broken in the bytes of the last Read, reported by the next
@@ -124,7 +125,7 @@ func (c *limitConn) Read(p []byte) (int, error) {
 	if c.broken != nil {
 		return 0, c.fail()
 	}
-	authed := c.client != nil && c.client.authed
+	authed := c.client != nil && !c.s.authRequired(c.client)
 	for {
 		var n int
 		var err error

@@ -17,9 +17,10 @@ var memoryUnits = []struct {
 }
 
 // ParseMemory reads a byte count as redis.conf writes it: "1073741824", "100mb",
-// "1gb", "500k", in any case.
+// "1gb", "500k", in any case. As Redis's memtoull, the count is decimal digits
+// only: no sign, space or exponent.
 func ParseMemory(s string) (int64, error) {
-	num, scale := strings.ToLower(strings.TrimSpace(s)), int64(1)
+	num, scale := strings.ToLower(s), int64(1)
 	for _, u := range memoryUnits {
 		if strings.HasSuffix(num, u.suffix) {
 			num, scale = strings.TrimSuffix(num, u.suffix), u.scale
@@ -27,7 +28,7 @@ func ParseMemory(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/scale {
+	if err != nil || num == "" || num[0] < '0' || num[0] > '9' || n > (1<<62)/scale {
 		return 0, fmt.Errorf("memory size must be a non-negative byte count with an optional k, kb, m, mb, g or gb suffix, got %q", s)
 	}
 	return n * scale, nil

@@ -61,9 +61,7 @@ func cmdMonitor(s *Server, c *client, _ [][]byte, _ int64) {
 		// serveDetached flushes a detached connection's replies, holding its lock;
 		// this one is not there yet.
 		sub.wmu.Lock()
-		sub.dc.Flush()
-		sub.wmu.Unlock()
-		go s.serveDetached(sub)
+		s.handOff(sub)
 	}
 }
 
@@ -92,7 +90,7 @@ func (s *Server) writeMonitor(w *watcher) {
 		w.mu.Unlock()
 		w.sub.wmu.Lock()
 		w.sub.dc.WriteRaw(out)
-		err := w.sub.dc.Flush()
+		err := w.sub.flush()
 		w.sub.wmu.Unlock()
 		if err != nil {
 			w.sub.dc.NetConn().Close() // its reader sees it and cleans up

@@ -114,9 +114,7 @@ func cmdExec(s *Server, c *client, _ [][]byte, _ int64) {
 func (s *Server) serveExecSub(c *client) {
 	sub := c.execSub
 	c.execSub = nil
-	sub.dc.Flush()
-	sub.wmu.Unlock()
-	go s.serveDetached(sub)
+	s.handOff(sub)
 }
 
 // peeks reports, before its run parses them, whether the arguments of a limiter that

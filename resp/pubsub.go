@@ -3,7 +3,6 @@ package resp
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +46,31 @@ func (sub *subscriber) count() int { return len(sub.channels) + len(sub.patterns
 var allowedSubscribed = map[string]bool{"subscribe": true, "unsubscribe": true, "psubscribe": true,
 	"punsubscribe": true, "ping": true, "quit": true, "reset": true}
 
+// subscribedRefusal is the error for cm on c in RESP2 with subscriptions, if cm is
+// not allowedSubscribed there; else "". Redis names a subcommand "client|reply".
+func (s *Server) subscribedRefusal(c *client, cm *command) string {
+	if c.sub == nil || c.resp3() || allowedSubscribed[cm.full] {
+		return ""
+	}
+	s.ps.mu.Lock()
+	n := c.sub.count()
+	s.ps.mu.Unlock()
+	if n == 0 {
+		return ""
+	}
+	return "ERR Can't execute '" + cm.full + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+}
+
+// flush sends what the connection's buffer holds; wmu is held. A command running
+// silenced (CLIENT REPLY OFF) has what it writes next cut from the empty buffer.
+func (sub *subscriber) flush() error {
+	err := sub.dc.Flush()
+	if sub.c.silent {
+		sub.c.silentFrom = 0
+	}
+	return err
+}
+
 // detach moves c's connection out of redcon's loop into a goroutine of its own.
 func (s *Server) detach(c *client) *subscriber {
 	dc := c.conn.Detach()
@@ -64,6 +88,16 @@ func (s *Server) detach(c *client) *subscriber {
 	s.ps.wg.Add(1)
 	s.ps.mu.Unlock()
 	return sub
+}
+
+// handOff starts the goroutine of a connection that detach moved, its wmu held by
+// the command that detached it: that command's reply (cut if it ran silenced) is
+// sent first, and the goroutine owns c from then on.
+func (s *Server) handOff(sub *subscriber) {
+	sub.c.unsilence()
+	sub.flush()
+	sub.wmu.Unlock()
+	go s.serveDetached(sub)
 }
 
 // serveDetached runs a detached connection's commands until it closes.
@@ -96,15 +130,8 @@ func (s *Server) serveDetached(sub *subscriber) {
 			return
 		}
 		sub.wmu.Lock()
-		s.ps.mu.Lock()
-		n := sub.count()
-		s.ps.mu.Unlock()
-		if name := strings.ToLower(string(cmd.Args[0])); n > 0 && !sub.c.resp3() && !allowedSubscribed[name] {
-			sub.c.writeError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
-		} else {
-			s.serveCommand(sub.dc, cmd)
-		}
-		err = sub.dc.Flush()
+		s.serveCommand(sub.dc, cmd)
+		err = sub.flush()
 		sub.wmu.Unlock()
 		if err != nil {
 			return
@@ -130,13 +157,25 @@ func (s *Server) unsubscribeLocked(m map[string]map[*subscriber]struct{}, name s
 	}
 }
 
-// writePush starts a message or confirmation: a push in RESP3, an array in RESP2.
+// writePush starts a message or confirmation: a push in RESP3, an array in RESP2;
+// pushed ends it. Under CLIENT REPLY OFF or SKIP, the reply written before it is cut
+// and the push is kept, as Redis sends them.
 func (c *client) writePush(n int) {
+	if c.silent {
+		c.w.SetBuffer(c.w.Buffer()[:c.silentFrom])
+	}
 	if c.resp3() {
 		c.writeHeader('>', n)
 		return
 	}
 	c.w.WriteArray(n)
+}
+
+// pushed ends the push writePush began: a silenced command's cut begins after it.
+func (c *client) pushed() {
+	if c.silent {
+		c.silentFrom = len(c.w.Buffer())
+	}
 }
 
 // subscribeCmd serves SUBSCRIBE and PSUBSCRIBE (pattern): each name is confirmed
@@ -171,14 +210,13 @@ func subscribeCmd(pattern bool) func(s *Server, c *client, args [][]byte, _ int6
 			c.w.WriteBulkString(kind)
 			c.w.WriteBulkString(name)
 			c.w.WriteInt64(int64(n))
+			c.pushed()
 		}
 		switch {
 		case first && c.inExec:
 			c.execSub = sub // cmdExec serves it
 		case first:
-			sub.dc.Flush()
-			sub.wmu.Unlock()
-			go s.serveDetached(sub)
+			s.handOff(sub)
 		}
 	}
 }
@@ -217,6 +255,7 @@ func unsubscribeCmd(pattern bool) func(s *Server, c *client, args [][]byte, _ in
 			c.w.WriteBulkString(kind)
 			c.writeNull()
 			c.w.WriteInt64(0)
+			c.pushed()
 			return
 		}
 		for _, name := range names {
@@ -238,6 +277,7 @@ func unsubscribeCmd(pattern bool) func(s *Server, c *client, args [][]byte, _ in
 			c.w.WriteBulkString(kind)
 			c.w.WriteBulkString(name)
 			c.w.WriteInt64(int64(n))
+			c.pushed()
 		}
 	}
 }
@@ -287,7 +327,7 @@ func cmdPublish(s *Server, c *client, args [][]byte, _ int64) {
 		delivered++
 		writeMessage(t.sub.c, t.pattern, channel, msg)
 		t.sub.dc.NetConn().SetWriteDeadline(time.Now().Add(5 * time.Second))
-		if t.sub.dc.Flush() != nil {
+		if t.sub.flush() != nil {
 			t.sub.dc.NetConn().Close()
 		}
 		t.sub.wmu.Unlock()
@@ -310,6 +350,7 @@ func writeMessage(c *client, pattern string, channel, msg []byte) {
 	}
 	c.w.WriteBulk(channel)
 	c.w.WriteBulk(msg)
+	c.pushed()
 }
 
 // subscribedPing is PING's reply on a RESP2 connection with subscriptions, as Redis's:

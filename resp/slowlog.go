@@ -115,7 +115,7 @@ func cmdSlowlogGet(s *Server, c *client, args [][]byte, _ int64) {
 		return
 	}
 	if len(args) == 3 {
-		n, ok := parseInt(args[2])
+		n, ok := parseInt64(args[2])
 		if !ok || n < -1 {
 			c.writeError("ERR count should be greater than or equal to -1")
 			return

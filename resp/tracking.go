@@ -74,9 +74,7 @@ func cmdClientTracking(s *Server, c *client, args [][]byte, _ int64) {
 	case first && c.inExec:
 		c.execSub = sub // cmdExec serves it
 	case first:
-		sub.dc.Flush()
-		sub.wmu.Unlock()
-		go s.serveDetached(sub)
+		s.handOff(sub)
 	}
 }
 
@@ -156,7 +154,7 @@ func (s *Server) invalidate(from *client, keys [][]byte, all bool) {
 		sub.wmu.Lock()
 		writeInvalidate(sub.c, ks, all)
 		sub.dc.NetConn().SetWriteDeadline(time.Now().Add(5 * time.Second))
-		if sub.dc.Flush() != nil {
+		if sub.flush() != nil {
 			sub.dc.NetConn().Close()
 		}
 		sub.wmu.Unlock()
@@ -176,12 +174,13 @@ func writeInvalidate(c *client, keys []string, all bool) {
 	c.w.WriteBulkString("invalidate")
 	if all {
 		c.writeNull()
-		return
+	} else {
+		c.w.WriteArray(len(keys))
+		for _, k := range keys {
+			c.w.WriteBulkString(k)
+		}
 	}
-	c.w.WriteArray(len(keys))
-	for _, k := range keys {
-		c.w.WriteBulkString(k)
-	}
+	c.pushed()
 }
 
 // untrack forgets what sub read, when it stops tracking or closes.
