@@ -267,7 +267,7 @@ func TestConfig(t *testing.T) {
 		}
 	}
 	users := c.Users()
-	if len(users) != 2 || users["default"] == nil || !users["default"].All() || users["alice"].All() {
+	if len(users) != 1 || users["alice"] == nil || users["alice"].All() {
 		t.Fatal(users)
 	}
 	// A declared default user starts from reset, as Redis's.

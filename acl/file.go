@@ -108,14 +108,12 @@ func (c *Config) Add(args []string) error {
 func (c *Config) Empty() bool { return len(c.order) == 0 }
 
 // Users are the users declared, for Registry.Replace. A default user declared
-// replaces the default rules ("reset" first, as Redis); else it keeps them.
+// starts from "reset", as Redis's; one not declared keeps its rules (add the
+// default user's before Replace).
 func (c *Config) Users() map[string]*Perms {
-	out := make(map[string]*Perms, len(c.users)+1)
+	out := make(map[string]*Perms, len(c.users))
 	for n, p := range c.users {
 		out[n] = p
-	}
-	if out["default"] == nil {
-		out["default"] = mustPerms(c.t, DefaultRules)
 	}
 	return out
 }
