@@ -32,9 +32,6 @@ type command struct {
 	// keyFlags are its keys' flags in its key spec and COMMAND GETKEYSANDFLAGS, as
 	// Redis's for its own commands; nil: RW update for a write, else RO access.
 	keyFlags []string
-	// aclCats are ACL categories Redis gives the command beyond those its flags
-	// and group imply (aclCategories), such as @dangerous for FLUSHALL.
-	aclCats []string
 
 	stats cmdStats // INFO commandstats (info_stats.go)
 
