@@ -1,9 +1,9 @@
 package resp
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net"
+
+	"github.com/rlserver/rlserver/acl"
 )
 
 // Replies of authentication, as Redis 7.0 words them.
@@ -14,22 +14,19 @@ const (
 		"protocol version at the same time"
 )
 
-// checkAuth answers whether user/pass log in as Redis's default user, the only
-// one: with Config.RequirePass, user "default" and that password; without it, the
-// default user has nopass and any password is accepted.
-//
-// The password is compared by its SHA-256, in constant time, as Redis compares
-// them: neither the time taken nor its length tells how much of a guess was right.
-func (s *Server) checkAuth(user, pass []byte) bool {
-	if string(user) != "default" {
+// login authenticates c as user with pass, as Redis's ACLAuthenticateUser: the
+// user must exist and be on, and pass be one of its passwords (or it has nopass).
+// A failure is recorded in ACL LOG, the command (AUTH or HELLO, as typed) its
+// object, and leaves the connection as it was.
+func (s *Server) login(c *client, cmd, user, pass []byte) bool {
+	u := s.acl.Authenticate(string(user), string(pass))
+	if u == nil {
+		s.aclDeniedAs(c, acl.ReasonAuth, string(cmd), string(user))
 		return false
 	}
-	t := s.tun.Load()
-	if t.requirePass == "" {
-		return true
-	}
-	sum := sha256.Sum256(pass)
-	return subtle.ConstantTimeCompare(sum[:], t.passHash[:]) == 1
+	c.user.Store(u)
+	c.authed = true
+	return true
 }
 
 // authRequired says whether c must authenticate before its next command: a password
@@ -45,7 +42,7 @@ func cmdAuth(s *Server, c *client, args [][]byte, _ int64) {
 	user, pass := []byte("default"), args[len(args)-1]
 	switch len(args) {
 	case 2:
-		if s.tun.Load().requirePass == "" {
+		if !s.acl.DefaultNeedsPassword() {
 			c.writeError(errNoPassword)
 			return
 		}
@@ -55,18 +52,17 @@ func cmdAuth(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError(errSyntax)
 		return
 	}
-	if !s.checkAuth(user, pass) {
+	if !s.login(c, args[0], user, pass) {
 		c.writeError(errWrongPass)
 		return
 	}
-	c.authed = true
 	c.w.WriteString("OK")
 }
 
 // warnIfExposed logs a warning when the server listens beyond loopback without a
 // password: anyone who can reach the port could then drain or reset any limit.
 func (s *Server) warnIfExposed(addr net.Addr) {
-	if s.tun.Load().requirePass != "" {
+	if s.acl.DefaultNeedsPassword() {
 		return
 	}
 	if ta, ok := addr.(*net.TCPAddr); ok && !ta.IP.IsLoopback() {

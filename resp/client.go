@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/acl"
 	"github.com/tidwall/redcon"
 )
 
@@ -57,6 +58,7 @@ type client struct {
 	commands   atomic.Uint64
 	errors     atomic.Uint64
 	last       atomic.Pointer[command]
+	user       atomic.Pointer[acl.User] // the default user until AUTH or HELLO AUTH
 
 	mu      sync.Mutex // guards the fields below
 	name    string
@@ -177,7 +179,9 @@ func (c *client) info(now time.Time, sub, psub int) string {
 	b = strconv.AppendInt(b, int64(multi), 10)
 	b = append(b, " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
 	b = append(b, cmd...)
-	b = append(b, " user=default redir=-1 resp="...)
+	b = append(b, " user="...)
+	b = append(b, c.user.Load().Name()...)
+	b = append(b, " redir=-1 resp="...)
 	b = strconv.AppendInt(b, int64(c.proto.Load()), 10)
 	b = append(b, " lib-name="...)
 	b = append(b, libName...)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -78,7 +79,7 @@ func cmdCommandList(_ *Server, c *client, args [][]byte, _ int64) {
 		case "module":
 			keep = func(*command) bool { return false } // no modules
 		case "aclcat":
-			keep = func(cm *command) bool { return slices.Contains(aclCategories(cm), "@"+strings.ToLower(val)) }
+			keep = func(cm *command) bool { return slices.Contains(cm.cats, strings.ToLower(val)) }
 		case "pattern":
 			keep = func(cm *command) bool { return store.Match([]byte(val), []byte(cm.full), true) }
 		default:
@@ -106,34 +107,6 @@ func cmdCommandList(_ *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
-// aclCategories derives Redis's ACL categories from the flags and the group.
-func aclCategories(cm *command) []string {
-	var cats []string
-	if slices.Contains(cm.flags, "write") {
-		cats = append(cats, "@write")
-	}
-	if slices.Contains(cm.flags, "readonly") {
-		cats = append(cats, "@read")
-	}
-	if slices.Contains(cm.flags, "fast") {
-		cats = append(cats, "@fast")
-	} else {
-		cats = append(cats, "@slow")
-	}
-	if slices.Contains(cm.flags, "admin") {
-		cats = append(cats, "@admin", "@dangerous")
-	}
-	switch cm.group {
-	case groupRateLimit:
-		cats = append(cats, "@ratelimit")
-	case groupGeneric:
-		cats = append(cats, "@keyspace")
-	case groupConnection:
-		cats = append(cats, "@connection")
-	}
-	return cats
-}
-
 // writeCommandInfo writes the 10-element reply of COMMAND INFO for one command, as
 // Redis 7 does: name, arity, flags, first key, last key, step, ACL categories,
 // tips, key specs, subcommands.
@@ -145,7 +118,7 @@ func writeCommandInfo(c *client, cm *command) {
 	c.w.WriteInt64(int64(cm.firstKey))
 	c.w.WriteInt64(int64(cm.lastKey))
 	c.w.WriteInt64(int64(cm.keyStep))
-	c.writeStatuses(aclCategories(cm))
+	c.writeStatuses(acl.CategoriesOf(cm.cats))
 	c.writeSet(0) // tips
 	switch {
 	case cm.firstKey == 0:

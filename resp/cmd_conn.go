@@ -74,11 +74,10 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 		}
 	}
 	if user != nil {
-		if !s.checkAuth(user, pass) {
+		if !s.login(c, args[0], user, pass) {
 			c.writeError(errWrongPass)
 			return
 		}
-		c.authed = true
 	}
 	if !c.authed { // as Redis: its flag, though the password was cleared since
 		c.writeError(errHelloNoAuth)

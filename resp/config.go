@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,8 +31,7 @@ type tunables struct {
 	// (config, setConfig); zero in s.tun, where nothing reads it.
 	core        core.Tunables
 	maxClients  int64
-	requirePass string
-	passHash    [32]byte // SHA-256 of requirePass, for constant-time comparison
+	requirePass string // the default user's password, as last set (acl.Registry holds it)
 	idleTimeout time.Duration
 	// slowerThan is slowlog-log-slower-than in µs as Redis takes it: negative logs
 	// nothing, 0 every command.
@@ -44,7 +42,7 @@ type tunables struct {
 // initialTunables reads cfg, its defaults applied.
 func initialTunables(cfg Config) *tunables {
 	t := &tunables{maxClients: int64(cfg.MaxClients), idleTimeout: cfg.IdleTimeout, slowlogLen: cfg.SlowlogMaxLen}
-	t.setPass(cfg.RequirePass)
+	t.requirePass = cfg.RequirePass
 	switch d := cfg.SlowlogLogSlowerThan; {
 	case d == 0:
 		t.slowerThan = DefaultSlowlogLogSlowerThan.Microseconds()
@@ -60,11 +58,6 @@ func initialTunables(cfg Config) *tunables {
 		t.slowlogLen = 0
 	}
 	return t
-}
-
-func (t *tunables) setPass(p string) {
-	t.requirePass = p
-	t.passHash = sha256.Sum256([]byte(p))
 }
 
 // param is one parameter of CONFIG GET, and of CONFIG SET if set is not nil.
@@ -118,7 +111,7 @@ var params = []param{
 		}},
 	{name: "requirepass", def: "", // in clear, as Redis answers it
 		get: func(_ *Server, t *tunables) string { return t.requirePass },
-		set: func(_ *Server, t *tunables, v string) error { t.setPass(v); return nil }},
+		set: func(_ *Server, t *tunables, v string) error { t.requirePass = v; return nil }},
 	{name: "maxclients", def: strconv.Itoa(DefaultMaxClients),
 		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.maxClients, 10) },
 		set: func(_ *Server, t *tunables, v string) error {
@@ -270,6 +263,9 @@ func (s *Server) setConfig(pairs [][]byte) error {
 	}
 	draft.core = core.Tunables{}
 	s.tun.Store(&draft)
+	if draft.requirePass != old.requirePass {
+		s.acl.SetDefaultPassword(draft.requirePass) // as Redis's: requirepass is the default user's password
+	}
 	if draft.idleTimeout != old.idleTimeout {
 		s.rc.SetIdleClose(draft.idleTimeout) // for connections accepted from now on
 		s.rcTLS.SetIdleClose(draft.idleTimeout)

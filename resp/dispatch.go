@@ -9,7 +9,7 @@ import (
 )
 
 // A command's way from redcon to its handler: the checks Redis makes before it runs
-// one (existence, arity, authentication, MULTI, cluster slot, replica, loading), in
+// one (existence, arity, authentication, MULTI, ACL, cluster slot, replica, loading), in
 // Redis's order, then its run and bookkeeping (SLOWLOG, metrics, INFO commandstats,
 // MONITOR, CLIENT TRACKING).
 
@@ -99,17 +99,26 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		c.refuse(errNoAuth)
 		return
 	}
+	if c.inMulti && !cm.tx && cm.noMulti {
+		cm.stats.rejected.Add(1)
+		c.refuse(errNoMulti)
+		return
+	}
+	// One atomic load and a flag for a user who may run anything: the default
+	// user's hot path pays nothing more.
+	if p := c.user.Load().Perms(); !p.All() {
+		if msg := s.aclRefusal(c, p, cm, args); msg != "" {
+			cm.stats.rejected.Add(1)
+			c.refuse(msg)
+			return
+		}
+	}
 	if msg := s.subscribedRefusal(c, cm); msg != "" {
 		cm.stats.rejected.Add(1)
 		c.refuse(msg)
 		return
 	}
 	if c.inMulti && !cm.tx {
-		if cm.noMulti {
-			cm.stats.rejected.Add(1)
-			c.refuse(errNoMulti)
-			return
-		}
 		// Refused now, as Redis refuses it when queued, it dooms the transaction:
 		// EXEC then applies none of it.
 		if msg := s.refusal(cm, args, true); msg != "" {

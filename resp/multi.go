@@ -104,6 +104,16 @@ func cmdExec(s *Server, c *client, _ [][]byte, _ int64) {
 	c.w.WriteArray(len(list))
 	c.inExec = true
 	for _, q := range list {
+		// The user's rules may have changed since the command was queued: Redis
+		// checks them again and answers a refusal in EXEC's reply.
+		if p := c.user.Load().Perms(); !p.All() {
+			if reason, object := aclCheck(p, q.cm, q.args); reason != "" {
+				s.aclDenied(c, reason, object)
+				c.writeError("NOPERM ACLs rules changed between the moment the transaction was accumulated " +
+					"and the EXEC call. This command is no longer allowed for the following reason: " + execNoPerm[reason])
+				continue
+			}
+		}
 		s.execute(c, q.cm, q.args)
 	}
 	c.inExec = false // a SUBSCRIBE's connection is served once EXEC is done (execute)

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/topk"
@@ -122,6 +123,15 @@ type Config struct {
 	ReplicaOf string
 	// MasterAuth is the password a replica gives its primary (the primary's RequirePass).
 	MasterAuth string
+	// Users are the `user` directives of the config file, as Redis's: each the words
+	// after "user" (the name, then ACL rules), with where it was read for errors.
+	Users []UserDirective
+	// ACLFile, if set, is Redis's aclfile: its users are loaded at start (an error
+	// refuses to start), ACL SAVE writes them there and ACL LOAD reads them again.
+	// It does not go with Users, as in Redis.
+	ACLFile string
+	// ACLLogMaxLen is how many entries ACL LOG keeps; 0 means Redis's 128.
+	ACLLogMaxLen int
 	// ReplBacklogSize is the bytes of recent effects a primary keeps for replicas to
 	// continue from after a disconnection; 0 means DefaultReplBacklogSize.
 	ReplBacklogSize int
@@ -190,6 +200,16 @@ type Server struct {
 	errStats errorStats     // info_stats.go
 	track    tracking       // tracking.go
 	trackers atomic.Int32   // connections with CLIENT TRACKING ON
+
+	acl    *acl.Registry // the users (acl.go, cmd_acl.go)
+	aclLog *acl.Log
+	aclMu  sync.Mutex // orders ACL LOAD and SAVE
+}
+
+// UserDirective is one `user` line of a config file.
+type UserDirective struct {
+	Args  []string // the words after "user": the name, then the rules
+	Where string   // "file:line", for errors
 }
 
 // Core is the core.Config of cfg's shared fields, for core.New.
@@ -265,6 +285,9 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 		s.policy = policy.NewEngine(c.Store(), cfg.Policy)
 	}
 	s.refused = newRefused()
+	if err := s.initACL(); err != nil {
+		return nil, err
+	}
 	s.tun.Store(initialTunables(cfg))
 	s.statBase.Store(&statCounters{})
 	// The address is unused: Serve hands redcon the caller's listener.
@@ -388,8 +411,9 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		w:       redcon.BaseWriter(rc),
 		addr:    rc.RemoteAddr(),
 		created: time.Now(),
-		authed:  s.tun.Load().requirePass == "",
+		authed:  !s.acl.DefaultNeedsPassword(),
 	}
+	c.user.Store(s.acl.Default())
 	c.proto.Store(2)
 	c.multiLen.Store(-1)
 	c.active.Store(c.created.UnixNano())

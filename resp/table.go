@@ -3,6 +3,8 @@ package resp
 import (
 	"slices"
 	"strings"
+
+	"github.com/rlserver/rlserver/acl"
 )
 
 // command is one entry of the command table. The table is the one description of
@@ -42,6 +44,11 @@ type command struct {
 	write     bool                // "write" in flags: refused on a replica (READONLY)
 	peekable  bool                // takes PEEK: its run refuses a write on a replica itself
 	loadingOK bool                // "loading" in flags: runs while a replica loads a full sync
+	cats      []string            // ACL categories, without '@' (aclCategories)
+	aclID     int                 // the command's number in aclTable
+	// keyRead and keyWrite are the access its keys need in ACL key patterns
+	// (%R~, %W~), from its key flags as Redis's.
+	keyRead, keyWrite bool
 
 	// Set in the table.
 	tx      bool // MULTI, EXEC, DISCARD: run at once inside MULTI, never queued
@@ -86,12 +93,13 @@ var (
 	commands     []*command          // top-level commands, in the order of docs/commands.md
 	commandIndex map[string]*command // top-level commands by lower-case name
 	allCommands  []*command          // commands and subcommands, each once
+	aclTable     *acl.Table          // allCommands as ACL rules name them
 )
 
 // init indexes the table: the groups' declarations (table_*.go) in order, each
 // command's derived fields, and a HELP subcommand for every container.
 func init() {
-	commands = slices.Concat(limitCommands, policyCommands, keyCommands, connCommands, serverCommands,
+	commands = slices.Concat(limitCommands, policyCommands, keyCommands, connCommands, serverCommands, aclCommands,
 		clusterCommands, replicationCommands, pubsubCommands, multiCommands)
 	commandIndex = make(map[string]*command, len(commands))
 	for _, c := range commands {
@@ -121,6 +129,23 @@ func init() {
 			sub.id, allCommands = len(allCommands), append(allCommands, sub)
 			c.subIndex[sub.name] = sub
 		}
+	}
+	described := make([]acl.Command, len(allCommands))
+	for i, c := range allCommands {
+		c.cats = aclCategories(c)
+		for _, f := range keySpecFlags(c) {
+			switch strings.ToLower(f) {
+			case "access":
+				c.keyRead = true
+			case "insert", "delete", "update":
+				c.keyWrite = true
+			}
+		}
+		described[i] = acl.Command{Name: c.full, Categories: c.cats, NoAuth: slices.Contains(c.flags, "no-auth")}
+	}
+	aclTable = acl.NewTable(described)
+	for _, c := range allCommands {
+		c.aclID = aclTable.ID(c.full)
 	}
 }
 

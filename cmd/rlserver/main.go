@@ -114,6 +114,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.clusterNodes, "cluster-nodes", "", "cluster mode: every node's `host:port` (or host:port@first-last slots), comma-separated, the same list on every node; empty: standalone")
 	fs.IntVar(&o.clusterSelf, "cluster-self", 0, "cluster mode: this node's `index` in -cluster-nodes, from 0")
 	fs.StringVar(&o.cfg.ReplicaOf, "replicaof", "", "start as a replica of the rlserver at `host:port` (REPLICAOF); empty: a primary")
+	fs.Var((*usersFlag)(&o.cfg.Users), "user", "an ACL `user`: its name then its rules, as Redis's user directive (\"alice on >pass ~tenantA:* +@ratelimit\"); once per user")
+	fs.StringVar(&o.cfg.ACLFile, "aclfile", "", "Redis's aclfile: users loaded at start, written by ACL SAVE, read again by ACL LOAD; not with -user")
 	fs.StringVar(&o.cfg.MasterAuth, "masterauth", "", "`password` a replica gives its primary (the primary's -requirepass)")
 	fs.Var((*intMemoryFlag)(&o.cfg.ReplBacklogSize), "repl-backlog-size", "`bytes` of recent writes a primary keeps for replicas to continue from after a disconnection (suffixes k, mb, ...)")
 	fs.IntVar(&o.cfg.ReplicaPriority, "replica-priority", 0, "Sentinel's replica `priority`: lower is promoted first; 0: Redis's default, 100; negative: never promoted")
@@ -150,7 +152,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	if confPath != "" {
-		err := readConfig(fs, confPath)
+		err := readConfig(fs, confPath, &o.cfg.Users)
 		if err != nil {
 			fmt.Fprintln(stderr, "rlserver:", err)
 			return o, err
@@ -202,7 +204,7 @@ var notDirectives = map[string]bool{"version": true, "v": true}
 // readConfig sets fs's flags from the directives of the file at path, except those
 // set on the command line. An unknown directive, a bad value or a directive given
 // twice is an error naming the file and the line.
-func readConfig(fs *flag.FlagSet, path string) error {
+func readConfig(fs *flag.FlagSet, path string, users *[]resp.UserDirective) error {
 	directives, err := conffile.ReadFile(path)
 	if err != nil {
 		return err
@@ -215,6 +217,12 @@ func readConfig(fs *flag.FlagSet, path string) error {
 		f := fs.Lookup(d.Name)
 		if f == nil || notDirectives[d.Name] {
 			return fmt.Errorf("%s: unknown directive '%s'", where, d.Name)
+		}
+		if d.Name == "user" { // one directive per user, as Redis's
+			if !onCommandLine["user"] {
+				(*usersFlag)(users).add(d, where)
+			}
+			continue
 		}
 		if line, ok := first[d.Name]; ok {
 			return fmt.Errorf("%s: '%s' repeated (first on line %d)", where, d.Name, line)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func TestParseFlags(t *testing.T) {
 		if !tc.ok && !strings.Contains(out.String(), "Usage: rlserver") {
 			t.Errorf("%q: the error is not followed by the usage:\n%s", tc.args, out.String())
 		}
-		if tc.ok && got != tc.want {
+		if tc.ok && !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%q: got %+v, want %+v", tc.args, got, tc.want)
 		}
 	}
@@ -120,8 +121,16 @@ func TestConfigFile(t *testing.T) {
 		MaxClients: 5, RequirePass: "p w", EnableDebugCommand: true, ReplicaOf: "10.0.0.1 6380",
 		ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second, SlowlogLogSlowerThan: 500 * time.Microsecond,
 		ConfigFile: path}}
-	if err != nil || got != want {
+	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
+	}
+	// user lines, one per user, in Redis's syntax; bad rules name the line.
+	write("maxclients 1\nuser alice on \">p w\" ~a:* +@ratelimit\nuser bob off\n")
+	got, err = parseFlags([]string{path}, io.Discard)
+	wantUsers := []resp.UserDirective{{Args: []string{"alice", "on", ">p w", "~a:*", "+@ratelimit"}, Where: path + ":2"},
+		{Args: []string{"bob", "off"}, Where: path + ":3"}}
+	if err != nil || !reflect.DeepEqual(got.cfg.Users, wantUsers) {
+		t.Errorf("users: %+v, %v", got.cfg.Users, err)
 	}
 	for _, tc := range []struct{ file, want string }{
 		{"maxclients 1\nnosuch 1\n", path + ":2: unknown directive 'nosuch'"},
