@@ -334,7 +334,33 @@ func checkRlserver(where string, spec corev1.PodSpec, c corev1.Container, im ima
 	if !mounted {
 		fail("-limits %q is not a whole ConfigMap mounted as a directory", limits)
 	}
+	// The root is read-only: the snapshot and a config file (which CONFIG REWRITE
+	// replaces) need a writable volume.
+	written := []string{flagValue(args, "-snapshot")}
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		written = append(written, args[1])
+	}
+	for _, path := range written {
+		if path != "" && !writable(spec, c, filepath.Dir(path)) {
+			fail("%s is on the read-only root: no writable volume at %s", path, filepath.Dir(path))
+		}
+	}
 	return errs
+}
+
+// writable reports whether c mounts an emptyDir or a claim at dir, read-write.
+func writable(spec corev1.PodSpec, c corev1.Container, dir string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != dir || m.ReadOnly || m.SubPath != "" {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && (v.EmptyDir != nil || v.PersistentVolumeClaim != nil) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func portOf(c corev1.Container, nameOrNumber string) *int32 {
@@ -530,6 +556,10 @@ func TestKubernetesManifestsBadInput(t *testing.T) {
 			[]string{"kubernetes/standalone/deployment.yaml", "subPath"}},
 		{"kubernetes/standalone/deployment.yaml", `args: [`, `args: ["-rls-addr", "0.0.0.0:8082", `,
 			[]string{"kubernetes/standalone/deployment.yaml", "listens on [6380 8080 8082 9090]"}},
+		{"kubernetes/standalone/deployment.yaml", "mountPath: /var/lib/rlserver\n", "mountPath: /var/lib/rlserver\n              readOnly: true\n",
+			[]string{"kubernetes/standalone/deployment.yaml", "/var/lib/rlserver/rlserver.snap is on the read-only root"}},
+		{"kubernetes/sentinel/sentinel.yaml", `"/bin/rlserver", "/var/lib/rlserver/rlserver.conf"`, `"/bin/rlserver", "/etc/rlserver.conf"`,
+			[]string{"kubernetes/sentinel/sentinel.yaml", "StatefulSet rlserver", "/etc/rlserver.conf is on the read-only root"}},
 		{"kubernetes/standalone/configmap.yaml", "unit: minute, requests_per_unit: 100", "unit: fortnight, requests_per_unit: 100",
 			[]string{"kubernetes/standalone/configmap.yaml", "ConfigMap rlserver-limits", "edge.yaml:4", "invalid rate limit unit 'fortnight'"}},
 		{"kubernetes/standalone/service.yaml", "targetPort: grpc", "targetPort: grpcs",
