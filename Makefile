@@ -13,7 +13,8 @@ run: build
 
 # go vet, then every test under the race detector (the compat suite needs redis-server
 # on PATH, the clients/ suite python3-redis and `npm ci --prefix clients/testdata`;
-# .ci/run installs them and sets RLSERVER_REQUIRE_REDIS=1 so that nothing skips), then
+# deploy/'s image test podman or docker; .ci/run installs them and sets
+# RLSERVER_REQUIRE_REDIS=1 and RLSERVER_REQUIRE_PODMAN=1 so that nothing skips), then
 # the store's and client's tests on the heap fallback, then the cross-compile matrix.
 test:
 	$(GO) vet ./...
