@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication soak experiments scale docs release clean
+.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication soak experiments scale docs release image image-rootfs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -13,7 +13,8 @@ run: build
 
 # go vet, then every test under the race detector (the compat suite needs redis-server
 # on PATH, the clients/ suite python3-redis and `npm ci --prefix clients/testdata`;
-# .ci/run installs them and sets RLSERVER_REQUIRE_REDIS=1 so that nothing skips), then
+# deploy/'s image test podman or docker; .ci/run installs them and sets
+# RLSERVER_REQUIRE_REDIS=1 and RLSERVER_REQUIRE_PODMAN=1 so that nothing skips), then
 # the store's and client's tests on the heap fallback, then the cross-compile matrix.
 test:
 	$(GO) vet ./...
@@ -98,15 +99,37 @@ docs:
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 RELEASE_OS    := linux darwin
 RELEASE_ARCHS := amd64 arm64
+RELEASE_FLAGS := -trimpath -ldflags "-s -w -X github.com/rlserver/rlserver/resp.Version=$(VERSION)"
 
 release:
 	@mkdir -p dist
 	@for os in $(RELEASE_OS); do for arch in $(RELEASE_ARCHS); do \
 		out=dist/rlserver-$(VERSION)-$$os-$$arch; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
-			-ldflags "-s -w -X github.com/rlserver/rlserver/resp.Version=$(VERSION)" -o $$out ./cmd/rlserver || exit 1; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build $(RELEASE_FLAGS) -o $$out ./cmd/rlserver || exit 1; \
 		echo $$out; \
 	done; done
 
+# The container image (Containerfile): the linux binary of this machine's architecture,
+# built here with release's flags into build/image/rootfs, on scratch, by podman or else
+# docker, with no network (nothing to pull). IMAGE_TOOL=docker chooses.
+IMAGE       ?= localhost/rlserver:$(VERSION)
+IMAGE_ARCH  ?= $(shell $(GO) env GOARCH)
+IMAGE_TOOL  ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+ROOTFS      := build/image/rootfs
+
+image-rootfs:
+	rm -rf $(ROOTFS)
+	mkdir -p $(ROOTFS)/bin $(ROOTFS)/etc/rlserver/limits
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build $(RELEASE_FLAGS) -o $(ROOTFS)/bin/rlserver ./cmd/rlserver
+	ln -s rlserver $(ROOTFS)/bin/ratelimit
+	echo 'nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin' > $(ROOTFS)/etc/passwd
+	echo 'nonroot:x:65532:' > $(ROOTFS)/etc/group
+
+image: image-rootfs
+	@test -n "$(IMAGE_TOOL)" || { echo "make image: neither podman nor docker is installed" >&2; exit 1; }
+	$(IMAGE_TOOL) build --network none --platform linux/$(IMAGE_ARCH) -f Containerfile \
+		--build-arg VERSION=$(VERSION) -t $(IMAGE) .
+	@echo $(IMAGE)
+
 clean:
-	rm -rf bin dist
+	rm -rf bin dist build

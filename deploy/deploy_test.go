@@ -1,6 +1,8 @@
 // Package deploy holds what runs rlserver in production: the Grafana dashboard, the
-// Prometheus alert rules and the systemd unit. Its test checks that every metric
-// the dashboard and the rules query is one a server exports.
+// Prometheus alert rules, the systemd unit and the Kubernetes manifests (the image is
+// the repository's Containerfile). Its tests check that every metric the dashboard and
+// the rules query is one a server exports, that the manifests decode strictly and run
+// the image as it is built, and the image itself.
 package deploy
 
 import (
