@@ -159,6 +159,13 @@ func startHA(t testing.TB, sentinels bool) *haSet {
 		t.Cleanup(s.kill)
 		set.sentinels = append(set.sentinels, s)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range append(append([]*haNode{set.primary}, set.replicas...), set.sentinels...) {
+				t.Logf("%s's log (%s), its end:\n%s", n.name, n.addr, n.logTail())
+			}
+		}
+	})
 	for _, s := range set.sentinels {
 		waitUntil(t, 30*time.Second, s.name+" seeing 2 replicas and 2 Sentinels", func() bool {
 			m, err := s.rdb.Do(context.Background(), "SENTINEL", "MASTER", "mymaster").Result()
@@ -186,6 +193,33 @@ func fields(v any) map[string]string {
 		}
 	}
 	return out
+}
+
+// settledPrimary waits until every Sentinel names the same replica, which says it
+// is a master, for 2 s on end, and returns it.
+func settledPrimary(t testing.TB, set *haSet) *haNode {
+	t.Helper()
+	var named *haNode
+	var since time.Time
+	waitUntil(t, 30*time.Second, "the Sentinels agreeing on a primary", func() bool {
+		var now *haNode
+		for _, r := range set.replicas {
+			if r.addr == masterAddr(set.sentinels[0]) && r.info("role") == "master" {
+				now = r
+			}
+		}
+		for _, s := range set.sentinels[1:] {
+			if now == nil || masterAddr(s) != now.addr {
+				now = nil
+			}
+		}
+		if now == nil || now != named {
+			named, since = now, time.Now()
+			return false
+		}
+		return time.Since(since) >= 2*time.Second
+	})
+	return named
 }
 
 // masterAddr is what a Sentinel says the primary is.
@@ -487,6 +521,13 @@ func TestSentinelFailover(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	close(stop)
 	wg.Wait()
+	// On a loaded machine a Sentinel can miss the new primary's first PONG within
+	// down-after and fail over once more (seen in CI): the primary that counts is
+	// the one all three name, unchanged for twice down-after.
+	if settled := settledPrimary(t, set); settled != newPrimary {
+		t.Logf("Sentinel failed over again, from %s to %s", newPrimary.name, settled.name)
+		newPrimary = settled
+	}
 
 	if r, err := cl.Allow(ctx, "drained", limits[0]); err != nil || r.Allowed {
 		t.Errorf("the key drained before the kill is not drained on the new primary: %+v, %v", r, err)
