@@ -208,6 +208,13 @@ func (r *Registry) SetDefaultPassword(pass string) {
 // one argument is then accepted, and connections start unauthenticated.
 func (r *Registry) DefaultNeedsPassword() bool { return !r.def.Perms().nopass }
 
+// AuthRequired says whether a connection that has not logged in must: the
+// default user has a password or is off, as Redis's authRequired.
+func (r *Registry) AuthRequired() bool {
+	p := r.def.Perms()
+	return !p.nopass || !p.on
+}
+
 // Replace swaps in a whole set of users (ACL LOAD, an aclfile at start): the
 // default user keeps its object, its rules replaced by the set's "default" (or
 // the default rules if the set has none). It returns the users that were

@@ -1,8 +1,11 @@
 package resp_test
 
 import (
+	"bufio"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
@@ -83,4 +86,75 @@ func TestACLAsRedis(t *testing.T) {
 		"ACL\r\n",
 		"ACL NOSUCH\r\n",
 	})
+}
+
+// TestDefaultUserAuthAsRedis: a default user with a password, or off, whether
+// from a user line or ACL SETUSER, leaves new connections unauthenticated, as in
+// Redis: NOAUTH until AUTH (a security hole when connections ran as default).
+func TestDefaultUserAuthAsRedis(t *testing.T) {
+	for _, rules := range []string{
+		"default on >secret ~* &* +@all",
+		"default off nopass ~* &* +@all",
+		"default off >secret ~* &* +@all",
+	} {
+		t.Run(rules, func(t *testing.T) {
+			redisAddr := testenv.StartRedis(t, append([]string{"--user"}, strings.Fields(rules)...)...)
+			rlAddr := testenv.StartServer(t, resp.Config{Users: []resp.UserDirective{{Args: strings.Fields(rules)}}})
+			compareLinesWithRedis(t, redisAddr, rlAddr, []string{
+				"PING\r\n",
+				"DEL k\r\n",
+				"FLUSHALL\r\n",
+				"HELLO 3\r\n",
+				"AUTH wrong\r\n",
+				"AUTH secret\r\nPING\r\n",
+				"AUTH default secret\r\nDEL k\r\n",
+			})
+		})
+	}
+	t.Run("ACL SETUSER", func(t *testing.T) {
+		redisAddr := testenv.StartRedis(t)
+		rlAddr := testenv.StartServer(t, resp.Config{})
+		compareLinesWithRedis(t, redisAddr, rlAddr, []string{
+			"ACL SETUSER default >secret\r\n",
+			"PING\r\n", // a new connection: the runner opens one per input
+			"AUTH secret\r\nACL SETUSER default nopass\r\n",
+			"PING\r\n",
+		})
+	})
+}
+
+// compareLinesWithRedis is compareWithRedis for inputs whose every reply is one
+// line, where no end marker can be sent (a connection that must AUTH refuses it):
+// it reads as many lines as the input has commands.
+func compareLinesWithRedis(t *testing.T, redisAddr, rlAddr string, inputs []string) {
+	t.Helper()
+	for _, in := range inputs {
+		want, got := replyLines(t, redisAddr, in), replyLines(t, rlAddr, in)
+		if got != want {
+			t.Errorf("%q:\n rlserver: %q\n    redis: %q", in, got, want)
+		}
+	}
+}
+
+func replyLines(t *testing.T, addr, in string) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second)) // guards against a hang, decides nothing
+	if _, err := conn.Write([]byte(in)); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	var b strings.Builder
+	for range strings.Count(in, "\r\n") {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%q: after %q: %v", in, b.String(), err)
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }

@@ -29,11 +29,12 @@ func (s *Server) login(c *client, cmd, user, pass []byte) bool {
 	return true
 }
 
-// authRequired says whether c must authenticate before its next command: a password
-// is set now and c has not logged in. As Redis asks it of each command, clearing the
-// password lets in connections made while it was set.
+// authRequired says whether c must authenticate before its next command: the
+// default user has a password or is off (requirepass, a user line, the aclfile or
+// ACL SETUSER) and c has not logged in. As Redis asks it of each command, clearing
+// the password lets in connections made while it was set.
 func (s *Server) authRequired(c *client) bool {
-	return !c.authed && s.tun.Load().requirePass != ""
+	return !c.authed && s.acl.AuthRequired()
 }
 
 // cmdAuth serves AUTH [username] password. A failed AUTH leaves a connection that

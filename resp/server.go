@@ -411,7 +411,7 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		w:       redcon.BaseWriter(rc),
 		addr:    rc.RemoteAddr(),
 		created: time.Now(),
-		authed:  !s.acl.DefaultNeedsPassword(),
+		authed:  !s.acl.AuthRequired(),
 	}
 	c.user.Store(s.acl.Default())
 	c.proto.Store(2)

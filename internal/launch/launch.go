@@ -98,14 +98,18 @@ func Start(spec Spec) (*Proc, error) {
 }
 
 // waitPing waits up to pingWait for the server at addr to answer PING, giving up
-// early once exited is closed.
+// early once exited is closed. NOAUTH is an answer: a server whose default user
+// has a password it was not given serves once it says so.
 func waitPing(addr, password string, exited <-chan struct{}) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1})
 	defer rdb.Close()
 	return waitReady(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		return rdb.Ping(ctx).Err()
+		if err := rdb.Ping(ctx).Err(); err != nil && !strings.HasPrefix(err.Error(), "NOAUTH") {
+			return err
+		}
+		return nil
 	}, exited)
 }
 
