@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -68,25 +67,11 @@ func (s *Server) ownView(c *client) clientView {
 
 // connFD is the socket descriptor under conn (TLS and limitConn unwrapped), or -1.
 func connFD(conn net.Conn) int {
-	for {
-		switch cc := conn.(type) {
-		case *limitConn:
-			conn = cc.Conn
-			continue
-		case interface{ NetConn() net.Conn }: // *tls.Conn
-			conn = cc.NetConn()
-			continue
-		case syscall.Conn:
-			raw, err := cc.SyscallConn()
-			if err != nil {
-				return -1
-			}
-			fd := -1
-			raw.Control(func(d uintptr) { fd = int(d) })
-			return fd
-		}
-		return -1
+	fd := -1
+	if raw := socketOf(conn); raw != nil {
+		raw.Control(func(d uintptr) { fd = int(d) })
 	}
+	return fd
 }
 
 func cmdClientInfo(s *Server, c *client, _ [][]byte, _ int64) {
