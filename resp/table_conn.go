@@ -27,6 +27,13 @@ var connCommands = []*command{
 		run: cmdQuit,
 	},
 	{
+		name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
+		summary: "Make the connection as new (no MULTI, subscription, MONITOR, tracking, CLIENT REPLY OFF or name; RESP2; the default user) and answer RESET.",
+		group:   groupConnection, complexity: "O(1)",
+		tx:  true, // inside MULTI it runs at once, discarding the transaction, as in Redis
+		run: cmdReset,
+	},
+	{
 		name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
 		summary: "Switch to RESP2 or RESP3, optionally authenticate and name the connection; answer the server's details.",
 		group:   groupConnection, complexity: "O(1)",
