@@ -166,7 +166,7 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	cm.stats.calls.Add(1)
 	errs := c.errors.Load()
 	cm.run(s, c, args, c.batchNow)
-	if cm.noMulti || cm.detaches && !c.inExec {
+	if cm.detaches && !c.inExec {
 		return // it may have handed the connection to a goroutine of its own, which owns c now
 	}
 	if c.errors.Load() != errs {

@@ -147,8 +147,8 @@ var serverCommands = []*command{
 			"HELLO's credentials read `(redacted)`. Lines are queued for the watcher and written by a " +
 			"goroutine of its own, so a slow watcher holds up no command; one that falls 32 MB behind is " +
 			"disconnected. Nobody watching costs one atomic load a command.",
-		noMulti: true,
-		run:     cmdMonitor,
+		detaches: true,
+		run:      cmdMonitor,
 	},
 	{
 		name: "info", arity: -1, flags: []string{"loading", "stale"},
@@ -170,7 +170,8 @@ var serverCommands = []*command{
 		doc: "Written as the background saves are: shard by shard, each under its own lock for the " +
 			"time it takes to encode it, so requests go on meanwhile; into a temporary file that is " +
 			"synced and renamed over the snapshot. Without `-snapshot`, an error.",
-		run: cmdSave,
+		noMulti: true,
+		run:     cmdSave,
 	},
 	{
 		name: "lastsave", arity: 1, flags: []string{"loading", "stale", "fast"},
@@ -189,7 +190,8 @@ var serverCommands = []*command{
 			{name: "nosave", typ: "pure-token", token: "NOSAVE"},
 			{name: "save", typ: "pure-token", token: "SAVE"},
 		}}},
-		run: cmdShutdown,
+		noMulti: true,
+		run:     cmdShutdown,
 	},
 	{
 		name: "function", arity: -2,
