@@ -35,8 +35,12 @@ type client struct {
 	// silent while a command runs silenced: what it writes to w after silentFrom
 	// is cut, but pushes, which Redis sends despite CLIENT REPLY (its
 	// CLIENT_PUSHING), move silentFrom past themselves.
-	silent      bool
-	silentFrom  int
+	silent     bool
+	silentFrom int
+	// deferred are pushes to the connection itself while a command runs (PUBLISH to a
+	// channel it subscribed, a key it tracks written inside EXEC), sent once the
+	// command's whole reply is, as Redis 7.2's pending_push_messages.
+	deferred    []byte
 	trackNoLoop bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
@@ -74,6 +78,29 @@ func (c *client) unsilence() {
 		c.w.SetBuffer(c.w.Buffer()[:c.silentFrom])
 	}
 	c.silent, c.skipping = false, false
+}
+
+// deferPush writes a push to c itself with write, to be sent after the reply of the
+// command under way (writeDeferred).
+func (c *client) deferPush(write func()) {
+	silent := c.silent
+	c.silent = false // the push is kept whole, not cut as a silenced reply
+	start := len(c.w.Buffer())
+	write()
+	b := c.w.Buffer()
+	c.deferred = append(c.deferred, b[start:]...)
+	c.w.SetBuffer(b[:start])
+	c.silent = silent
+}
+
+// writeDeferred sends the pushes deferPush kept, after a command's reply.
+func (c *client) writeDeferred() {
+	if c.silent {
+		c.w.SetBuffer(c.w.Buffer()[:c.silentFrom])
+	}
+	c.w.WriteRaw(c.deferred)
+	c.deferred = c.deferred[:0]
+	c.pushed()
 }
 
 // writeError sends an error line and counts it for INFO.

@@ -164,9 +164,9 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	}
 	c.last.Store(cm)
 	cm.stats.calls.Add(1)
-	errs := c.errors.Load()
+	errs, inExec := c.errors.Load(), c.inExec
 	cm.run(s, c, args, c.batchNow)
-	if cm.detaches && !c.inExec {
+	if cm.detaches && !inExec {
 		return // it may have handed the connection to a goroutine of its own, which owns c now
 	}
 	if c.errors.Load() != errs {
@@ -186,6 +186,9 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	}
 	if s.mon.n.Load() > 0 {
 		s.feedMonitors(c, cm, args)
+	}
+	if len(c.deferred) > 0 && !c.inExec {
+		c.writeDeferred()
 	}
 	if c.execSub != nil && !c.inExec {
 		s.serveExecSub(c)

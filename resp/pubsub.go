@@ -309,15 +309,26 @@ func cmdPublish(s *Server, c *client, args [][]byte, _ int64) {
 		}
 	}
 	s.ps.mu.Unlock()
+	delivered := 0
+	others := targets[:0]
+	for _, t := range targets {
+		if t.sub != c.sub {
+			others = append(others, t)
+			continue
+		}
+		// To itself: after PUBLISH's reply (or EXEC's), as Redis 7.2. Its UNSUBSCRIBE
+		// cannot run meanwhile: it is this connection's own next command.
+		delivered++
+		c.deferPush(func() { writeMessage(c, t.pattern, channel, msg) })
+	}
 	if c.sub != nil {
 		// A detached connection runs its commands holding its own writer's lock: let it
 		// go meanwhile, or two of them publishing to each other would wait for each other.
 		c.sub.wmu.Unlock()
 	}
-	delivered := 0
 	deadline := time.Now().Add(publishWait)
-	for _, t := range targets {
-		if t.sub.in != nil && t.sub != c.sub {
+	for _, t := range others {
+		if t.sub.in != nil {
 			t.sub.in.settle(deadline) // what it received before this PUBLISH first, as Redis
 		}
 		t.sub.wmu.Lock()

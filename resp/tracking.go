@@ -141,7 +141,7 @@ func (s *Server) invalidate(from *client, keys [][]byte, all bool) {
 	if ks, ok := targets[own]; ok && own != nil {
 		delete(targets, own)
 		if !from.trackNoLoop {
-			writeInvalidate(from, ks, all)
+			from.deferPush(func() { writeInvalidate(from, ks, all) })
 		}
 	}
 	if len(targets) == 0 {
