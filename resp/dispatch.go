@@ -31,6 +31,7 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 		}
 	}()
 	c.commands.Add(1)
+	c.qbuf = len(cmd.Raw)
 	// The commands of one pipeline share one reading of the clock, wall and monotonic:
 	// a reading is slow under a virtualised clock (BenchmarkClockNow), a visible share
 	// of the CPU of a deep RL.TOKEN pipeline in pprof. Each command's run time, for
@@ -162,7 +163,9 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 		c.writeError(msg)
 		return
 	}
-	c.last.Store(cm)
+	if !c.inExec {
+		c.last.Store(cm) // CLIENT LIST's cmd: EXEC for those it runs, as Redis
+	}
 	cm.stats.calls.Add(1)
 	errs, inExec := c.errors.Load(), c.inExec
 	cm.run(s, c, args, c.batchNow)

@@ -120,6 +120,7 @@ type limitConn struct {
 	// is served (input.go); read counts the socket's bytes until then.
 	in   *input
 	read uint64
+	free int // room left in redcon's read buffer after the last Read, for CLIENT INFO's qbuf-free
 }
 
 // Read passes on the bytes up to a broken bound; the bad request is then incomplete
@@ -148,6 +149,7 @@ func (c *limitConn) Read(p []byte) (int, error) {
 				c.in.enter()
 			}
 			m, err = c.Conn.Read(p[n:])
+			c.free = len(p) - n - m
 			if c.in != nil {
 				c.in.leave(m)
 			} else {

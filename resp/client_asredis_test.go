@@ -1,0 +1,49 @@
+package resp_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rlserver/rlserver/internal/testenv"
+	"github.com/rlserver/rlserver/resp"
+)
+
+// TestClientKillUserAsRedis: CLIENT KILL USER closes the connections logged in as
+// any existing ACL user, and refuses an unknown one in Redis's words.
+func TestClientKillUserAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	compareSession(t, redisAddr, rlAddr, []step{
+		{0, "ACL SETUSER killme on nopass +@all\r\nACL SETUSER other on nopass +@all\r\n", 2},
+		{1, "AUTH killme x\r\n", 1},
+		{2, "AUTH killme y\r\n", 1},
+		{3, "AUTH other z\r\n", 1},
+		{0, "CLIENT KILL USER killme TYPE pubsub\r\nCLIENT KILL USER killme\r\nCLIENT KILL USER killme\r\n", 3},
+		{3, "PING\r\n", 1},
+		{0, "CLIENT KILL USER nobody\r\nCLIENT KILL USER\r\nCLIENT KILL USER Other\r\nCLIENT KILL USER other SKIPME no ID 1\r\n", 4},
+		{3, "CLIENT KILL USER other\r\nCLIENT KILL USER other SKIPME no\r\n", 2},
+		{0, "ACL DELUSER killme other\r\n", 1},
+	})
+}
+
+// TestClientInfoInExecAsRedis: CLIENT INFO run by EXEC shows the transaction
+// (flags=x, multi=n) and EXEC as the command, as Redis's.
+func TestClientInfoInExecAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	pick := func(addr string) string {
+		got, _ := exchange(t, addr, "MULTI\r\nECHO hello\r\nCLIENT INFO\r\nEXEC\r\nCLIENT LIST ID 1 2 3 4 5 6 7 8 9\r\n")
+		var keep []string
+		for _, f := range strings.Fields(got) {
+			for _, name := range []string{"flags=", "multi=", "cmd=", "multi-mem=0"} {
+				if strings.HasPrefix(f, name) {
+					keep = append(keep, f)
+				}
+			}
+		}
+		return strings.Join(keep, " ")
+	}
+	if got, want := pick(rlAddr), pick(redisAddr); got != want {
+		t.Errorf("CLIENT INFO in EXEC, then CLIENT LIST:\n rlserver %s\n    redis %s", got, want)
+	}
+}
