@@ -47,3 +47,14 @@ func TestClientInfoInExecAsRedis(t *testing.T) {
 		t.Errorf("CLIENT INFO in EXEC, then CLIENT LIST:\n rlserver %s\n    redis %s", got, want)
 	}
 }
+
+// TestDebugSleepAsRedis: DEBUG SLEEP's replies as Redis's (its wait is this
+// connection's only, TestClientKillMaxAge uses it).
+func TestDebugSleepAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t, "--enable-debug-command", "yes")
+	rlAddr := testenv.StartServer(t, resp.Config{EnableDebugCommand: true})
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"DEBUG SLEEP 0\r\nDEBUG SLEEP x\r\nDEBUG SLEEP -1\r\nDEBUG SLEEP 0.01\r\n",
+		"DEBUG SLEEP\r\nDEBUG SLEEP 0 1\r\n",
+	})
+}

@@ -216,7 +216,8 @@ var serverCommands = []*command{
 			"as Redis does without `enable-debug-command`. `DIGEST-VALUE key ...` answers each key's " +
 			"state digest (40 hex digits, all 0 for an absent key; its kind, words and log or lease " +
 			"set, not its expiry), as redis-cli compares two keys' values by; `DIGEST` the whole " +
-			"keyspace's, names included (40 zeros when empty).",
+			"keyspace's, names included (40 zeros when empty). `SLEEP seconds` holds up the calling " +
+			"connection only (Redis stops the whole server), as introspection.tcl's CLIENT KILL MAXAGE needs.",
 		args: []arg{{name: "subcommand", typ: "oneof", args: []arg{
 			{name: "clock", typ: "block", args: []arg{
 				{name: "clock", typ: "pure-token", token: "CLOCK"},
@@ -231,6 +232,7 @@ var serverCommands = []*command{
 				{name: "digest-value", typ: "pure-token", token: "DIGEST-VALUE"},
 				{name: "key", typ: "key", multiple: true},
 			}},
+			{name: "seconds", typ: "double", token: "SLEEP"},
 		}}},
 		run: cmdDebug,
 	},
