@@ -42,6 +42,9 @@ type client struct {
 	// command's whole reply is, as Redis 7.2's pending_push_messages.
 	deferred    []byte
 	trackNoLoop bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
+	// CLIENT TRACKING ON OPTIN or OPTOUT, and CLIENT CACHING given for the command or
+	// transaction that follows (tracking.go).
+	trackOptIn, trackOptOut, caching, cachingNext bool
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool

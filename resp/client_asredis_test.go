@@ -58,3 +58,19 @@ func TestDebugSleepAsRedis(t *testing.T) {
 		"DEBUG SLEEP\r\nDEBUG SLEEP 0 1\r\n",
 	})
 }
+
+// TestClientCachingAsRedis: CLIENT CACHING and CLIENT TRACKING's OPTIN and OPTOUT
+// answer as Redis's, in each state (introspection.tcl's unhappy paths among them).
+func TestClientCachingAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"CLIENT CACHING\r\nCLIENT CACHING maybe\r\nCLIENT CACHING yes\r\nCLIENT CACHING no\r\nCLIENT CACHING yes no\r\n",
+		"CLIENT TRACKING ON OPTIN OPTOUT\r\nCLIENT TRACKING ON OPTIN\r\nCLIENT CACHING yes\r\nCLIENT CACHING no\r\n" +
+			"CLIENT CACHING maybe\r\nCLIENT TRACKING ON OPTOUT\r\nCLIENT TRACKING ON OPTIN NOLOOP\r\nCLIENT TRACKING ON\r\n" +
+			"CLIENT CACHING yes\r\nCLIENT TRACKING OFF\r\nCLIENT TRACKING ON OPTOUT\r\nCLIENT CACHING no\r\nCLIENT CACHING yes\r\n",
+		"CLIENT TRACKING ON optout\r\nCLIENT CACHING on\r\nCLIENT TRACKING off optout\r\nCLIENT CACHING on\r\n",
+		"CLIENT TRACKING OFF OPTIN OPTOUT\r\nCLIENT TRACKING ON OPTIN FOO\r\nCLIENT CACHING yes\r\n",
+		"CLIENT TRACKING ON OPTIN\r\nRESET\r\nCLIENT CACHING yes\r\n",
+	})
+}

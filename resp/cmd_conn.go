@@ -67,7 +67,7 @@ func cmdReset(s *Server, c *client, _ [][]byte, _ int64) {
 	if c.trackingOn.Swap(false) {
 		s.trackers.Add(-1)
 	}
-	c.trackNoLoop = false
+	c.trackNoLoop, c.trackOptIn, c.trackOptOut, c.caching = false, false, false, false
 	// Redis clears OFF and a SKIP still to come; a SKIP under way drops this reply.
 	c.replyOff, c.replySkip = false, false
 	c.silent = c.skipping

@@ -68,6 +68,9 @@ func (s *Server) dispatchSilent(c *client, args [][]byte) {
 // dispatch finds a command and checks its arguments and the connection's right to
 // run it; inside MULTI it queues it, else runs it.
 func (s *Server) dispatch(c *client, args [][]byte) {
+	if c.caching {
+		cachingStep(c, args)
+	}
 	cm := lookup(commandIndex, args[0])
 	if cm == nil {
 		c.refuse(unknownCommand(args))

@@ -117,14 +117,28 @@ var connCommands = []*command{
 						{name: "on", typ: "pure-token", token: "ON"},
 						{name: "off", typ: "pure-token", token: "OFF"},
 					}},
+					{name: "optin", typ: "pure-token", token: "OPTIN", optional: true},
+					{name: "optout", typ: "pure-token", token: "OPTOUT", optional: true},
 					{name: "noloop", typ: "pure-token", token: "NOLOOP", optional: true},
 				},
 				doc: "As Redis's default tracking mode: after a read of a key (EXISTS, TYPE, PTTL...) the " +
 					"connection gets `invalidate [key]` as a RESP3 push when a command next writes that key, " +
-					"and `invalidate null` on FLUSHALL. REDIRECT, BCAST, PREFIX, OPTIN and OPTOUT are refused. " +
+					"and `invalidate null` on FLUSHALL. OPTIN tracks only the reads of the command (or " +
+					"transaction) after `CLIENT CACHING yes`, OPTOUT all but those after `CLIENT CACHING no`. " +
+					"REDIRECT, BCAST and PREFIX are refused. " +
 					"A key that disappears by itself (its state fresh again) sends no invalidation.",
 				detaches: true,
 				run:      cmdClientTracking,
+			},
+			{
+				name: "caching", arity: 3, flags: flagsConn,
+				summary: "Under CLIENT TRACKING OPTIN (yes) or OPTOUT (no): track, or not, the keys the next command or transaction reads.",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{{name: "mode", typ: "oneof", args: []arg{
+					{name: "yes", typ: "pure-token", token: "YES"},
+					{name: "no", typ: "pure-token", token: "NO"},
+				}}},
+				run: cmdClientCaching,
 			},
 			{
 				name: "setinfo", arity: 4, flags: flagsConn,
