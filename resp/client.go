@@ -61,6 +61,7 @@ type client struct {
 	active     atomic.Int64 // when its last batch of commands began, Unix ns (CLIENT LIST's idle)
 	multiLen   atomic.Int32 // commands queued in MULTI, -1 outside (CLIENT LIST's multi)
 	trackingOn atomic.Bool  // CLIENT TRACKING ON (tracking.go)
+	noEvict    atomic.Bool  // CLIENT NO-EVICT ON: CLIENT LIST's flag e
 	proto      atomic.Int32 // 2 or 3, set by HELLO
 	errStats   *errorStats  // the server's, for INFO errorstats
 	commands   atomic.Uint64
@@ -208,6 +209,9 @@ func (c *client) info(now time.Time, sub, psub int, bufs *buffers) string {
 	}
 	if multi >= 0 {
 		flags += "x"
+	}
+	if c.noEvict.Load() {
+		flags += "e"
 	}
 	if flags == "" {
 		flags = "N"

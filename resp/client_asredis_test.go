@@ -74,3 +74,26 @@ func TestClientCachingAsRedis(t *testing.T) {
 		"CLIENT TRACKING ON OPTIN\r\nRESET\r\nCLIENT CACHING yes\r\n",
 	})
 }
+
+// TestClientNoEvictAsRedis: CLIENT NO-EVICT's replies and CLIENT INFO's flag e as
+// Redis's. (RESET clears it as Redis 7.2 does; this 7.0 keeps it.)
+func TestClientNoEvictAsRedis(t *testing.T) {
+	redisAddr := testenv.StartRedis(t)
+	rlAddr := testenv.StartServer(t, resp.Config{})
+	compareWithRedis(t, redisAddr, rlAddr, []string{
+		"CLIENT NO-EVICT\r\nCLIENT NO-EVICT maybe\r\nCLIENT NO-EVICT on x\r\nCLIENT NO-EVICT on\r\nCLIENT NO-EVICT OFF\r\n",
+	})
+	flags := func(addr string) string {
+		got, _ := exchange(t, addr, "CLIENT NO-EVICT on\r\nCLIENT INFO\r\nMULTI\r\nCLIENT INFO\r\nEXEC\r\nCLIENT NO-EVICT off\r\nCLIENT INFO\r\n")
+		var keep []string
+		for _, f := range strings.Fields(got) {
+			if strings.HasPrefix(f, "flags=") {
+				keep = append(keep, f)
+			}
+		}
+		return strings.Join(keep, " ")
+	}
+	if got, want := flags(rlAddr), flags(redisAddr); got != want {
+		t.Errorf("CLIENT INFO flags: rlserver %s, redis %s", got, want)
+	}
+}

@@ -269,6 +269,20 @@ func (s *Server) killClients(c *client, f killFilter) (n int, self bool) {
 	return n, false
 }
 
+// cmdClientNoEvict serves CLIENT NO-EVICT ON|OFF: CLIENT LIST's flag e.
+func cmdClientNoEvict(_ *Server, c *client, args [][]byte, _ int64) {
+	switch strings.ToLower(string(args[2])) {
+	case "on":
+		c.noEvict.Store(true)
+	case "off":
+		c.noEvict.Store(false)
+	default:
+		c.writeError(errSyntax)
+		return
+	}
+	c.w.WriteString("OK")
+}
+
 // cmdClientReply serves CLIENT REPLY ON|OFF|SKIP: OFF drops the replies of the
 // commands that follow until ON, SKIP the next one's; only ON is answered.
 func cmdClientReply(_ *Server, c *client, args [][]byte, _ int64) {

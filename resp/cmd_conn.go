@@ -68,6 +68,7 @@ func cmdReset(s *Server, c *client, _ [][]byte, _ int64) {
 		s.trackers.Add(-1)
 	}
 	c.trackNoLoop, c.trackOptIn, c.trackOptOut, c.caching = false, false, false, false
+	c.noEvict.Store(false)
 	// Redis clears OFF and a SKIP still to come; a SKIP under way drops this reply.
 	c.replyOff, c.replySkip = false, false
 	c.silent = c.skipping

@@ -109,6 +109,16 @@ var connCommands = []*command{
 				run: cmdClientReply,
 			},
 			{
+				name: "no-evict", arity: 3, flags: []string{"admin", "noscript", "loading", "stale"},
+				summary: "Mark the connection as one client eviction spares (flag e): rlserver evicts no client, so only the flag changes.",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{{name: "enabled", typ: "oneof", args: []arg{
+					{name: "on", typ: "pure-token", token: "ON"},
+					{name: "off", typ: "pure-token", token: "OFF"},
+				}}},
+				run: cmdClientNoEvict,
+			},
+			{
 				name: "tracking", arity: -3, flags: flagsConn,
 				summary: "Client-side caching, Redis's default mode in RESP3: the keys read are invalidated by a push when written (NOLOOP: not by one's own writes).",
 				group:   groupConnection, complexity: "O(1)",
