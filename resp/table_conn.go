@@ -141,7 +141,7 @@ var connCommands = []*command{
 				run:      cmdClientTracking,
 			},
 			{
-				name: "caching", arity: 3, flags: flagsConn,
+				name: "caching", arity: 3, flags: []string{"noscript", "loading", "stale"},
 				summary: "Under CLIENT TRACKING OPTIN (yes) or OPTOUT (no): track, or not, the keys the next command or transaction reads.",
 				group:   groupConnection, complexity: "O(1)",
 				args: []arg{{name: "mode", typ: "oneof", args: []arg{
