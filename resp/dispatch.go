@@ -122,6 +122,9 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		c.refuse(msg)
 		return
 	}
+	if s.pause.state.Load() != nil {
+		s.waitPause(c, cm) // after the checks, before it is queued or run, as Redis
+	}
 	if c.inMulti && !cm.tx {
 		// Refused now, as Redis refuses it when queued, it dooms the transaction:
 		// EXEC then applies none of it.

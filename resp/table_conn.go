@@ -109,6 +109,28 @@ var connCommands = []*command{
 				run: cmdClientReply,
 			},
 			{
+				name: "pause", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
+				summary: "Hold up the client connections' commands for timeout ms: all of them (ALL, the default) or those that write or publish (WRITE).",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{
+					{name: "timeout", typ: "integer"},
+					{name: "mode", typ: "oneof", optional: true, args: []arg{
+						{name: "write", typ: "pure-token", token: "WRITE"},
+						{name: "all", typ: "pure-token", token: "ALL"},
+					}},
+				},
+				doc: "As Redis's: the commands wait before they run or are queued, CLIENT UNPAUSE among " +
+					"them under ALL; a second PAUSE keeps the later end and the stricter mode. A replica's " +
+					"link is not held up.",
+				run: cmdClientPause,
+			},
+			{
+				name: "unpause", arity: 2, flags: []string{"admin", "noscript", "loading", "stale"},
+				summary: "End CLIENT PAUSE now.",
+				group:   groupConnection, complexity: "O(n) in the connections held up",
+				run: cmdClientUnpause,
+			},
+			{
 				name: "no-evict", arity: 3, flags: []string{"admin", "noscript", "loading", "stale"},
 				summary: "Mark the connection as one client eviction spares (flag e): rlserver evicts no client, so only the flag changes.",
 				group:   groupConnection, complexity: "O(1)",
