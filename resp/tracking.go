@@ -11,10 +11,10 @@ import (
 // writes one runs, it pushes ["invalidate", [key]] to that connection, once, then
 // forgets it; FLUSHALL pushes ["invalidate", null]. A tracking connection leaves
 // redcon's loop, as a subscriber does (pubsub.go), so pushes reach it between its
-// own commands. Not done: BCAST, PREFIX, OPTIN, OPTOUT and REDIRECT (refused), nor
-// an invalidation when a key disappears by itself, its state fresh again (its
-// EXISTS may then stay cached as 1 until the key is next written). OPTIN and OPTOUT
-// are Redis's: CLIENT CACHING yes or no decides for the next command or transaction.
+// own commands. OPTIN and OPTOUT are Redis's: CLIENT CACHING yes or no decides for
+// the next command or transaction. Not done: BCAST, PREFIX and REDIRECT (refused),
+// nor an invalidation when a key disappears by itself, its state fresh again (its
+// EXISTS may then stay cached as 1 until the key is next written).
 
 // errTrackingOption refuses the options rlserver does not implement.
 const errTrackingOption = "ERR rlserver supports CLIENT TRACKING ON|OFF [OPTIN|OPTOUT] [NOLOOP] only: " +
