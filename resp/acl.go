@@ -102,6 +102,7 @@ func (s *Server) aclRefusal(c *client, p *acl.Perms, cm *command, args [][]byte)
 	if reason == "" {
 		return ""
 	}
+	c.last.Store(cm) // ACL LOG's client-info names the command refused, as Redis's lastcmd
 	s.aclDenied(c, reason, object)
 	switch reason {
 	case acl.ReasonCommand:
