@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/internal/conffile"
 )
 
 // Replies of ACL, as Redis 7.0 words them.
@@ -23,15 +23,15 @@ const (
 	errACLSave = "ERR There was an error trying to save the ACLs. Please check the server logs for more information"
 )
 
-// defaultACLLogMaxLen is Redis's acllog-max-len.
-const defaultACLLogMaxLen = 128
+// DefaultACLLogMaxLen is how many entries ACL LOG keeps, Redis's acllog-max-len.
+const DefaultACLLogMaxLen = 128
 
 // initACL builds the users: the default user with requirepass, then the config
 // file's `user` directives or the aclfile's users, as Redis loads them at start.
 func (s *Server) initACL() error {
 	s.acl = acl.NewRegistry(aclTable)
 	s.acl.SetDefaultPassword(s.cfg.RequirePass)
-	s.aclLog = acl.NewLog(cmp.Or(s.cfg.ACLLogMaxLen, defaultACLLogMaxLen))
+	s.aclLog = acl.NewLog(s.tun.Load().aclLogLen)
 	if len(s.cfg.Users) > 0 && s.cfg.ACLFile != "" {
 		return errors.New("resp: Configuring Redis with users defined in redis.conf and at the same setting an ACL " +
 			"file path is invalid: define either an aclfile or users in the config file, not both")
@@ -57,6 +57,16 @@ func (s *Server) initACL() error {
 		s.acl.Replace(users)
 	}
 	return nil
+}
+
+// userLines are CONFIG REWRITE's user directives, one per user as ACL LIST
+// shows it, as Redis's rewriteConfigUserOption.
+func (s *Server) userLines() conffile.Setting {
+	var lines [][]string
+	for _, l := range s.acl.List() {
+		lines = append(lines, strings.Fields(l)[1:])
+	}
+	return conffile.Setting{Name: "user", Lines: lines, Default: s.acl.Pristine()}
 }
 
 // readACLFile parses the aclfile, all of it or nothing.
