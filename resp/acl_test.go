@@ -169,6 +169,15 @@ func TestACLUsers(t *testing.T) {
 	if !strings.Contains(do(admin, "CLIENT LIST"), "user=alice") {
 		t.Error("CLIENT LIST does not show user=alice")
 	}
+	// acllog-max-len drops the oldest entries at once, and keeps that many after.
+	run(t, admin, []call{{"CONFIG SET acllog-max-len 1", "OK"}})
+	if e := ts.aclLog.Entries(10); len(e) != 1 {
+		t.Errorf("ACL LOG after CONFIG SET acllog-max-len 1: %+v", e)
+	}
+	run(t, alice, []call{{"CLIENT INFO", "NOPERM this user has no permissions to run the 'client|info' command"}})
+	if e := ts.aclLog.Entries(10); len(e) != 1 || e[0].Object != "client|info" {
+		t.Errorf("ACL LOG of 1 after a refusal: %+v", e)
+	}
 	run(t, admin, []call{{"ACL DELUSER alice nobody", "1"}})
 	r.expectClosed()
 	waitFor(t, "alice's connections closed", func() bool { return !strings.Contains(do(admin, "CLIENT LIST"), "user=alice") })

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -316,7 +315,7 @@ func cmdACLLoad(s *Server, c *client, _ [][]byte, _ int64) {
 }
 
 // cmdACLSave writes the users to the aclfile: a temporary file renamed over it, so
-// that a crash leaves the old file or the new one.
+// that a crash leaves the old file or the new one; 0644 as Redis's.
 func cmdACLSave(s *Server, c *client, _ [][]byte, _ int64) {
 	if s.cfg.ACLFile == "" {
 		c.writeError(errNoACLFile)
@@ -324,30 +323,10 @@ func cmdACLSave(s *Server, c *client, _ [][]byte, _ int64) {
 	}
 	s.aclMu.Lock()
 	defer s.aclMu.Unlock()
-	if err := writeFileAtomic(s.cfg.ACLFile, []byte(s.acl.Save())); err != nil {
+	if err := conffile.WriteAtomic(s.cfg.ACLFile, []byte(s.acl.Save()), 0o644); err != nil {
 		s.log.Warn("ACL SAVE", "path", s.cfg.ACLFile, "err", err)
 		c.writeError(errACLSave)
 		return
 	}
 	c.w.WriteString("OK")
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

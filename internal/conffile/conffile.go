@@ -298,12 +298,12 @@ func Rewrite(path string, settings []Setting) error {
 			add(s.Name, s.Args)
 		}
 	}
-	return writeAtomic(path, []byte(strings.Join(out, "\n")+"\n"), info.Mode().Perm())
+	return WriteAtomic(path, []byte(strings.Join(out, "\n")+"\n"), info.Mode().Perm())
 }
 
-// writeAtomic replaces path with data: the file is path's old contents or the new
-// ones, whole, whenever the machine stops.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
+// WriteAtomic replaces path with data, of mode: the file is path's old contents or
+// the new ones, whole, whenever the machine stops (CONFIG REWRITE, ACL SAVE).
+func WriteAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
