@@ -160,7 +160,7 @@ func cmdACLWhoAmI(_ *Server, c *client, _ [][]byte, _ int64) {
 
 func cmdACLCat(_ *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 3 {
-		c.writeError("ERR unknown subcommand or wrong number of arguments for 'cat'. Try ACL HELP.")
+		c.writeError(aclSyntaxError(args))
 		return
 	}
 	if len(args) == 2 {
@@ -181,12 +181,18 @@ func cmdACLCat(_ *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
+// aclSyntaxError is Redis's refusal of an ACL subcommand's extra arguments, the
+// subcommand as the client typed it.
+func aclSyntaxError(args [][]byte) string {
+	return fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try ACL HELP.", args[1])
+}
+
 // genPassMaxBits is the largest ACL GENPASS takes, Redis's.
 const genPassMaxBits = 4096
 
 func cmdACLGenPass(_ *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 3 {
-		c.writeError("ERR unknown subcommand or wrong number of arguments for 'genpass'. Try ACL HELP.")
+		c.writeError(aclSyntaxError(args))
 		return
 	}
 	bits := int64(256)
@@ -212,7 +218,7 @@ func cmdACLGenPass(_ *Server, c *client, args [][]byte, _ int64) {
 // cmdACLLog serves ACL LOG [count|RESET] with Redis 7.2's fields.
 func cmdACLLog(s *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 3 {
-		c.writeError("ERR unknown subcommand or wrong number of arguments for 'log'. Try ACL HELP.")
+		c.writeError(aclSyntaxError(args))
 		return
 	}
 	count := int64(10)
