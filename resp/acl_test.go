@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -185,5 +186,32 @@ func TestACLUsers(t *testing.T) {
 	run(t, admin, []call{{"CONFIG SET requirepass other", "OK"}})
 	if ts.acl.Authenticate("default", "other") == nil || ts.acl.Authenticate("default", "secret") != nil {
 		t.Error("CONFIG SET requirepass did not change the default user's password")
+	}
+}
+
+// TestACLRevokedSubscribers: ACL SETUSER closes the user's connections subscribed
+// to a channel or pattern the new rules do not allow, at once (gone from CLIENT
+// LIST, no more messages), and keeps those whose subscriptions are still allowed,
+// as Redis's ACLKillPubsubClientsIfNeeded (acl.tcl's "Subscribers are killed").
+func TestACLRevokedSubscribers(t *testing.T) {
+	ts := startServer(t, Config{Users: directives("user ps on >p resetchannels &foo:1 &bar:* +@all")})
+	admin := ts.client(t, 2)
+	sub := func(name, cmd, kind, ch string) *rawConn {
+		r := ts.raw(t)
+		r.send("AUTH ps p\r\nCLIENT SETNAME " + name + "\r\n" + cmd + " " + ch + "\r\n")
+		r.expect(fmt.Sprintf("+OK\r\n+OK\r\n*3\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n:1\r\n", len(kind), kind, len(ch), ch))
+		return r
+	}
+	sub("lit", "SUBSCRIBE", "subscribe", "foo:1")
+	pat := sub("pat", "PSUBSCRIBE", "psubscribe", "bar:*")
+	run(t, admin, []call{{"ACL SETUSER ps resetchannels &foo:1 &bar:x", "OK"}})
+	if l := do(admin, "CLIENT LIST"); strings.Contains(l, "name=pat") || !strings.Contains(l, "name=lit") {
+		t.Errorf("after revoking the pattern bar:*, CLIENT LIST:\n%s", l)
+	}
+	pat.expectClosed()
+	run(t, admin, []call{{"PUBLISH foo:1 m", "1"}, {"ACL SETUSER ps allchannels", "OK"}, {"PUBLISH foo:1 m", "1"},
+		{"ACL SETUSER ps resetchannels", "OK"}, {"PUBLISH foo:1 m", "0"}})
+	if l := do(admin, "CLIENT LIST"); strings.Contains(l, "name=lit") {
+		t.Errorf("after resetchannels, CLIENT LIST:\n%s", l)
 	}
 }

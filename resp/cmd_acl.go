@@ -81,6 +81,8 @@ func (s *Server) readACLFile() (map[string]*acl.Perms, error) {
 	return acl.ParseFile(aclTable, s.cfg.ACLFile, data)
 }
 
+// cmdACLSetUser changes a user; its connections subscribed where the new rules do
+// not allow close, the caller's own after its reply, as Redis's.
 func cmdACLSetUser(s *Server, c *client, args [][]byte, _ int64) {
 	rules := make([]string, len(args)-3)
 	for i, a := range args[3:] {
@@ -90,7 +92,9 @@ func cmdACLSetUser(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError("ERR " + err.Error())
 		return
 	}
+	self := s.dropSubscribers(c, s.acl.User(string(args[2])))
 	c.w.WriteString("OK")
+	closeAfterReply(c, self)
 }
 
 // cmdACLDelUser deletes users; their connections close, the caller's own after
