@@ -252,6 +252,15 @@ func (s *Server) dropSubscribers(c *client, u *acl.User) (self bool) {
 		sub.dc.NetConn().Close()
 	}
 	s.ps.mu.Unlock()
+	// One detached a moment ago may not have left s.clients yet (closeConn does so
+	// later, again).
+	s.mu.Lock()
+	for _, sub := range doomed {
+		if sub.c != c {
+			delete(s.clients, sub.c)
+		}
+	}
+	s.mu.Unlock()
 	return self
 }
 
