@@ -258,7 +258,8 @@ func TestConfig(t *testing.T) {
 		want string
 	}{
 		{[]string{"alice", "on"}, "Error in user declaration 'alice': Duplicate user found. A user can only be defined once in config files"},
-		{[]string{"bob", "on", "+nosuch"}, "Error in user declaration '+nosuch': Unknown command or category name in ACL"},
+		{[]string{"bob", "on", "+nosuch"}, "Error loading ACL rule '+nosuch' for the user named 'bob': Unknown command or category name in ACL"},
+		{[]string{"bob", "+nosuch", "-@nosuch", "junk"}, "Error in user declaration 'junk': Syntax error"}, // the syntax first, as Redis's
 		{[]string{"bob", "junk"}, "Error in user declaration 'junk': Syntax error"},
 	}
 	for _, b := range bad {
