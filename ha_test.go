@@ -7,6 +7,7 @@
 package rlserver_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -38,6 +39,9 @@ type haNode struct {
 	spec launch.Spec  // what start runs, again on a restart
 	proc *launch.Proc // nil while down
 	rdb  *redis.Client
+	// user and pass are what rdb logs in as; empty: the default user, with
+	// spec.Password.
+	user, pass string
 }
 
 // needBinaries skips or fails t when redis-server or the built rlserver is missing.
@@ -77,7 +81,7 @@ func (n *haNode) start() {
 // up records the running process p and connects to it.
 func (n *haNode) up(p *launch.Proc) {
 	n.proc = p
-	n.rdb = redis.NewClient(&redis.Options{Addr: n.addr, Password: n.spec.Password, MaxRetries: -1})
+	n.rdb = redis.NewClient(&redis.Options{Addr: n.addr, Username: n.user, Password: cmp.Or(n.pass, n.spec.Password), MaxRetries: -1})
 }
 
 // kill ends the process with SIGKILL, as a crash would.
@@ -129,13 +133,26 @@ type haSet struct {
 	sentinels []*haNode
 }
 
+// haAuth is how a set's rlservers start (startRL: with -requirepass and
+// -masterauth) and the lines that let its Sentinels log in to them.
+type haAuth struct {
+	start    func(t testing.TB, name string, args ...string) *haNode
+	sentinel string
+}
+
+// passAuth is a set whose every server has the password haPass.
+var passAuth = haAuth{startRL, "sentinel auth-pass mymaster " + haPass + "\n"}
+
 // startHA starts a primary and two replicas, and with sentinels three Sentinels
 // (quorum 2, down-after 1000 ms) that have found the replicas and each other.
-func startHA(t testing.TB, sentinels bool) *haSet {
+func startHA(t testing.TB, sentinels bool) *haSet { return startHAWith(t, sentinels, passAuth) }
+
+// startHAWith is startHA with the servers started and logged in to as auth says.
+func startHAWith(t testing.TB, sentinels bool, auth haAuth) *haSet {
 	t.Helper()
-	set := &haSet{primary: startRL(t, "primary")}
+	set := &haSet{primary: auth.start(t, "primary")}
 	for i := range 2 {
-		r := startRL(t, "replica"+strconv.Itoa(i), "-replicaof", set.primary.addr)
+		r := auth.start(t, "replica"+strconv.Itoa(i), "-replicaof", set.primary.addr)
 		set.replicas = append(set.replicas, r)
 	}
 	for _, r := range set.replicas {
@@ -149,8 +166,7 @@ func startHA(t testing.TB, sentinels bool) *haSet {
 		p, err := launch.Sentinel(t.TempDir(), fmt.Sprintf("sentinel monitor mymaster %s %s 2\n"+
 			"sentinel down-after-milliseconds mymaster 1000\n"+
 			"sentinel failover-timeout mymaster 10000\n"+
-			"sentinel parallel-syncs mymaster 2\n"+
-			"sentinel auth-pass mymaster %s\n", host, port, haPass))
+			"sentinel parallel-syncs mymaster 2\n%s", host, port, auth.sentinel))
 		if err != nil {
 			t.Fatal(err)
 		}

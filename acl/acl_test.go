@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/store"
 )
 
 // testTable is a small command table with a container, a category of its own and
@@ -258,7 +260,8 @@ func TestConfig(t *testing.T) {
 		want string
 	}{
 		{[]string{"alice", "on"}, "Error in user declaration 'alice': Duplicate user found. A user can only be defined once in config files"},
-		{[]string{"bob", "on", "+nosuch"}, "Error in user declaration '+nosuch': Unknown command or category name in ACL"},
+		{[]string{"bob", "on", "+nosuch"}, "Error loading ACL rule '+nosuch' for the user named 'bob': Unknown command or category name in ACL"},
+		{[]string{"bob", "+nosuch", "-@nosuch", "junk"}, "Error in user declaration 'junk': Syntax error"}, // the syntax first, as Redis's
 		{[]string{"bob", "junk"}, "Error in user declaration 'junk': Syntax error"},
 	}
 	for _, b := range bad {
@@ -317,5 +320,31 @@ func TestCategories(t *testing.T) {
 	}
 	if s := strings.Join(CategoriesOf([]string{"ratelimit", "write", "fast"}), " "); s != "@write @fast @ratelimit" {
 		t.Fatal(s)
+	}
+}
+
+// TestKeyPatternsAsGlob: the prefix index (finish) decides every key as Redis's
+// glob of each pattern would, for prefix-shaped patterns and the others, with
+// access modes per pattern.
+func TestKeyPatternsAsGlob(t *testing.T) {
+	patterns := []string{"t:*", "t*", "ab*", "a?:*", "a[b]:*", `x\*`, `x\*y*`, "*:x", "tenantA:*", "t:**"}
+	keys := []string{"", "t", "t:", "t:1", "tx", "ab", "abc", "a1:", "ab:", "x*", "x*yz", "q:x", "tenantA:", "tenantA:9", "tenantB:1"}
+	r := NewRegistry(testTable())
+	for _, pat := range patterns {
+		for _, mode := range []string{"~", "%R~", "%W~"} {
+			if err := r.SetUser("u", []string{"reset", "on", "nopass", "+@all", mode + pat, "%R~unrelated:*"}); err != nil {
+				t.Fatal(err)
+			}
+			p := r.User("u").Perms()
+			for _, k := range keys {
+				glob := store.Match([]byte(pat), []byte(k), false)
+				for _, rw := range [][2]bool{{true, false}, {false, true}, {true, true}} {
+					granted := mode == "~" || mode == "%R~" && !rw[1] || mode == "%W~" && !rw[0]
+					if got, want := p.CanKey([]byte(k), rw[0], rw[1]), glob && granted; got != want {
+						t.Errorf("%s%s, key %q, read %v write %v: %v, want %v", mode, pat, k, rw[0], rw[1], got, want)
+					}
+				}
+			}
+		}
 	}
 }

@@ -52,12 +52,17 @@ func (p *Perms) CanKey(key []byte, read, write bool) bool {
 	if write {
 		want |= permWrite
 	}
-	for i := range p.keys {
-		k := &p.keys[i]
-		if k.perm&want != want {
+	for _, g := range p.prefixes {
+		if len(key) < g.n {
 			continue
 		}
-		if store.Match([]byte(k.pattern), key, false) {
+		if perm, ok := g.perms[string(key[:g.n])]; ok && perm&want == want {
+			return true
+		}
+	}
+	for i := range p.globs {
+		k := &p.globs[i]
+		if k.perm&want == want && store.Match([]byte(k.pattern), key, false) {
 			return true
 		}
 	}

@@ -73,7 +73,9 @@ type Config struct {
 func NewConfig(t *Table) *Config { return &Config{t: t, users: map[string]*Perms{}} }
 
 // Add takes one directive's words after "user": the name, then rules. Its error
-// is Redis's "Error in user declaration 'WORD': REASON"; the front adds where.
+// is Redis's "Error in user declaration 'WORD': REASON", or for an unknown command,
+// which Redis finds once the file is read, its "Error loading ACL rule ..."; the
+// front adds where.
 func (c *Config) Add(args []string) error {
 	if len(args) < 1 {
 		return errors.New("Error in user declaration 'user': Wrong format")
@@ -90,14 +92,24 @@ func (c *Config) Add(args []string) error {
 	if name == "default" {
 		_ = p.apply("reset")
 	}
+	var unknown string // the first rule naming an unknown command, reported last
 	for _, op := range args[1:] {
 		err := p.apply(op)
 		if op != "" && op[0] == '(' {
 			err = errSyntax
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, errUnknown):
+			if unknown == "" {
+				unknown = op
+			}
+		case err != nil:
 			return fmt.Errorf("Error in user declaration '%s': %w", op, err)
 		}
+	}
+	if unknown != "" {
+		// Redis checks these when it loads the users, after the file is read.
+		return fmt.Errorf("Error loading ACL rule '%s' for the user named '%s': %w", unknown, name, errUnknown)
 	}
 	c.order = append(c.order, name)
 	c.users[name] = p.finish()

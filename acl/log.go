@@ -83,6 +83,17 @@ func (l *Log) Entries(n int) []LogEntry {
 	return out
 }
 
+// SetMax keeps up to max entries from now on, dropping the oldest beyond
+// (CONFIG SET acllog-max-len).
+func (l *Log) SetMax(max int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.max = max
+	if len(l.entries) > max {
+		l.entries = l.entries[:max]
+	}
+}
+
 // Reset empties the log (ACL LOG RESET).
 func (l *Log) Reset() {
 	l.mu.Lock()

@@ -245,6 +245,14 @@ func (r *Registry) Replace(users map[string]*Perms) []*User {
 	return gone
 }
 
+// Pristine reports whether the default user is alone and has DefaultRules:
+// CONFIG REWRITE then adds no user line to a file that has none.
+func (r *Registry) Pristine() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.users) == 1 && r.def.Perms().Describe() == mustPerms(r.t, DefaultRules).Describe()
+}
+
 // Save is the aclfile's text for the users now, as ACL SAVE writes it.
 func (r *Registry) Save() string {
 	var b strings.Builder

@@ -88,6 +88,9 @@ type Config struct {
 	ReplicaOf string
 	// MasterAuth is the password a replica gives its primary.
 	MasterAuth string
+	// MasterUser, if set, is the ACL user a replica logs in to its primary as, with
+	// MasterAuth.
+	MasterUser string
 	// ReplBacklogSize is the bytes of recent effects a primary keeps for replicas to
 	// continue from after a disconnection; 0 means replication.DefaultBacklogSize.
 	ReplBacklogSize int
@@ -173,7 +176,7 @@ func New(cfg Config) (*Core, error) {
 	c.tun.Store(initialTunables(cfg))
 	c.persist.retick = make(chan struct{}, 1)
 	if c.repl, err = replication.New(replication.Config{Store: st, Now: c.clock.Now, Logger: cfg.Logger,
-		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, BacklogSize: cfg.ReplBacklogSize,
+		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser, BacklogSize: cfg.ReplBacklogSize,
 		ListenPort: func() int { return int(c.port.Load()) }, OnRoleChange: c.roleChanged}); err != nil {
 		return nil, err
 	}

@@ -92,7 +92,11 @@ func (n *Node) syncLink(l *link, addr string) (bool, error) {
 	br := bufio.NewReaderSize(conn, 256<<10)
 	conn.SetDeadline(time.Now().Add(replTimeout))
 	if n.cfg.MasterAuth != "" {
-		if _, err := conn.Write(respCommand("AUTH", n.cfg.MasterAuth)); err != nil {
+		auth := []string{"AUTH", n.cfg.MasterAuth}
+		if n.cfg.MasterUser != "" { // as Redis: masteruser goes with masterauth only
+			auth = []string{"AUTH", n.cfg.MasterUser, n.cfg.MasterAuth}
+		}
+		if _, err := conn.Write(respCommand(auth...)); err != nil {
 			return false, err
 		}
 		line, err := readLine(br)
@@ -100,7 +104,7 @@ func (n *Node) syncLink(l *link, addr string) (bool, error) {
 			return false, err
 		}
 		if line != "+OK" {
-			return false, fmt.Errorf("AUTH with -masterauth refused by the primary: %s", line)
+			return false, fmt.Errorf("AUTH with -masteruser/-masterauth refused by the primary: %s", line)
 		}
 	}
 	n.applied.mu.Lock()

@@ -99,6 +99,8 @@ type Config struct {
 	ReplicaOf string
 	// MasterAuth is the password a replica gives its primary.
 	MasterAuth string
+	// MasterUser, if set, is the ACL user a replica logs in as, with MasterAuth.
+	MasterUser string
 	// BacklogSize is the bytes of recent effects a primary keeps for replicas to
 	// continue from after a disconnection; 0 means DefaultBacklogSize.
 	BacklogSize int

@@ -102,6 +102,7 @@ func (s *Server) aclRefusal(c *client, p *acl.Perms, cm *command, args [][]byte)
 	if reason == "" {
 		return ""
 	}
+	c.last.Store(cm) // ACL LOG's client-info names the command refused, as Redis's lastcmd
 	s.aclDenied(c, reason, object)
 	switch reason {
 	case acl.ReasonCommand:
@@ -220,4 +221,61 @@ func (s *Server) dropUsers(c *client, gone []*acl.User) (self bool) {
 		v.close()
 	}
 	return self
+}
+
+// dropSubscribers closes the connections logged in as u with a subscription its
+// rules no longer allow, after ACL SETUSER, as Redis's ACLKillPubsubClientsIfNeeded:
+// a channel must match a pattern of the rules, a subscribed pattern be one of them.
+// They leave CLIENT LIST and stop getting messages at once. The caller's own it
+// only reports, for closing after its reply.
+func (s *Server) dropSubscribers(c *client, u *acl.User) (self bool) {
+	p := u.Perms()
+	var doomed []*subscriber
+	s.ps.mu.Lock()
+	for sub := range s.ps.subs {
+		if sub.c.user.Load() == u && !allowedSubscriptions(p, sub) {
+			doomed = append(doomed, sub)
+		}
+	}
+	for _, sub := range doomed {
+		if sub.c == c {
+			self = true
+			continue
+		}
+		for ch := range sub.channels {
+			s.unsubscribeLocked(s.ps.channels, ch, sub)
+		}
+		for pat := range sub.patterns {
+			s.unsubscribeLocked(s.ps.patterns, pat, sub)
+		}
+		delete(s.ps.subs, sub) // its goroutine, ending on the close, finds it gone
+		sub.dc.NetConn().Close()
+	}
+	s.ps.mu.Unlock()
+	// One detached a moment ago may not have left s.clients yet (closeConn does so
+	// later, again).
+	s.mu.Lock()
+	for _, sub := range doomed {
+		if sub.c != c {
+			delete(s.clients, sub.c)
+		}
+	}
+	s.mu.Unlock()
+	return self
+}
+
+// allowedSubscriptions reports whether p allows every subscription of sub;
+// pubsub.mu is held.
+func allowedSubscriptions(p *acl.Perms, sub *subscriber) bool {
+	for ch := range sub.channels {
+		if !p.CanChannel([]byte(ch), false) {
+			return false
+		}
+	}
+	for pat := range sub.patterns {
+		if !p.CanChannel([]byte(pat), true) {
+			return false
+		}
+	}
+	return true
 }

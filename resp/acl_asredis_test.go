@@ -68,6 +68,9 @@ func TestACLAsRedis(t *testing.T) {
 		"ACL GETUSER nobody\r\n",
 		"ACL DELUSER default\r\n",
 		"ACL CAT nosuch\r\n",
+		"ACL cAt a b\r\n",
+		"ACL GenPass 1 2\r\n",
+		"ACL LoG 1 2\r\n",
 		"ACL GENPASS 0\r\n",
 		"ACL GENPASS 5000\r\n",
 		"ACL GENPASS x\r\n",
@@ -81,6 +84,13 @@ func TestACLAsRedis(t *testing.T) {
 		"ACL DRYRUN cmp DEL\r\n",
 		"ACL SAVE\r\n",
 		"ACL LOAD\r\n",
+		"CONFIG GET acllog-max-len\r\n",
+		"CONFIG SET acllog-max-len -1\r\n",
+		"CONFIG SET acllog-max-len 1x\r\n",
+		"CONFIG SET acllog-max-len 9223372036854775808\r\n",
+		"CONFIG SET acllog-max-len 0\r\nCONFIG GET acllog-max-len\r\nCONFIG SET acllog-max-len 128\r\n",
+		"CONFIG GET masteruser\r\n",
+		"CONFIG GET aclfile\r\n",
 		// ACL LIST is left out: which categories sum a user's commands up depends
 		// on the command table, and Redis lists single commands in its hash order.
 		"ACL\r\n",

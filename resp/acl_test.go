@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -169,6 +170,15 @@ func TestACLUsers(t *testing.T) {
 	if !strings.Contains(do(admin, "CLIENT LIST"), "user=alice") {
 		t.Error("CLIENT LIST does not show user=alice")
 	}
+	// acllog-max-len drops the oldest entries at once, and keeps that many after.
+	run(t, admin, []call{{"CONFIG SET acllog-max-len 1", "OK"}})
+	if e := ts.aclLog.Entries(10); len(e) != 1 {
+		t.Errorf("ACL LOG after CONFIG SET acllog-max-len 1: %+v", e)
+	}
+	run(t, alice, []call{{"CLIENT INFO", "NOPERM this user has no permissions to run the 'client|info' command"}})
+	if e := ts.aclLog.Entries(10); len(e) != 1 || e[0].Object != "client|info" {
+		t.Errorf("ACL LOG of 1 after a refusal: %+v", e)
+	}
 	run(t, admin, []call{{"ACL DELUSER alice nobody", "1"}})
 	r.expectClosed()
 	waitFor(t, "alice's connections closed", func() bool { return !strings.Contains(do(admin, "CLIENT LIST"), "user=alice") })
@@ -176,5 +186,32 @@ func TestACLUsers(t *testing.T) {
 	run(t, admin, []call{{"CONFIG SET requirepass other", "OK"}})
 	if ts.acl.Authenticate("default", "other") == nil || ts.acl.Authenticate("default", "secret") != nil {
 		t.Error("CONFIG SET requirepass did not change the default user's password")
+	}
+}
+
+// TestACLRevokedSubscribers: ACL SETUSER closes the user's connections subscribed
+// to a channel or pattern the new rules do not allow, at once (gone from CLIENT
+// LIST, no more messages), and keeps those whose subscriptions are still allowed,
+// as Redis's ACLKillPubsubClientsIfNeeded (acl.tcl's "Subscribers are killed").
+func TestACLRevokedSubscribers(t *testing.T) {
+	ts := startServer(t, Config{Users: directives("user ps on >p resetchannels &foo:1 &bar:* +@all")})
+	admin := ts.client(t, 2)
+	sub := func(name, cmd, kind, ch string) *rawConn {
+		r := ts.raw(t)
+		r.send("AUTH ps p\r\nCLIENT SETNAME " + name + "\r\n" + cmd + " " + ch + "\r\n")
+		r.expect(fmt.Sprintf("+OK\r\n+OK\r\n*3\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n:1\r\n", len(kind), kind, len(ch), ch))
+		return r
+	}
+	sub("lit", "SUBSCRIBE", "subscribe", "foo:1")
+	pat := sub("pat", "PSUBSCRIBE", "psubscribe", "bar:*")
+	run(t, admin, []call{{"ACL SETUSER ps resetchannels &foo:1 &bar:x", "OK"}})
+	if l := do(admin, "CLIENT LIST"); strings.Contains(l, "name=pat") || !strings.Contains(l, "name=lit") {
+		t.Errorf("after revoking the pattern bar:*, CLIENT LIST:\n%s", l)
+	}
+	pat.expectClosed()
+	run(t, admin, []call{{"PUBLISH foo:1 m", "1"}, {"ACL SETUSER ps allchannels", "OK"}, {"PUBLISH foo:1 m", "1"},
+		{"ACL SETUSER ps resetchannels", "OK"}, {"PUBLISH foo:1 m", "0"}})
+	if l := do(admin, "CLIENT LIST"); strings.Contains(l, "name=lit") {
+		t.Errorf("after resetchannels, CLIENT LIST:\n%s", l)
 	}
 }

@@ -1,18 +1,17 @@
 package resp
 
 import (
-	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/internal/conffile"
 )
 
 // Replies of ACL, as Redis 7.0 words them.
@@ -23,15 +22,15 @@ const (
 	errACLSave = "ERR There was an error trying to save the ACLs. Please check the server logs for more information"
 )
 
-// defaultACLLogMaxLen is Redis's acllog-max-len.
-const defaultACLLogMaxLen = 128
+// DefaultACLLogMaxLen is how many entries ACL LOG keeps, Redis's acllog-max-len.
+const DefaultACLLogMaxLen = 128
 
 // initACL builds the users: the default user with requirepass, then the config
 // file's `user` directives or the aclfile's users, as Redis loads them at start.
 func (s *Server) initACL() error {
 	s.acl = acl.NewRegistry(aclTable)
 	s.acl.SetDefaultPassword(s.cfg.RequirePass)
-	s.aclLog = acl.NewLog(cmp.Or(s.cfg.ACLLogMaxLen, defaultACLLogMaxLen))
+	s.aclLog = acl.NewLog(s.tun.Load().aclLogLen)
 	if len(s.cfg.Users) > 0 && s.cfg.ACLFile != "" {
 		return errors.New("resp: Configuring Redis with users defined in redis.conf and at the same setting an ACL " +
 			"file path is invalid: define either an aclfile or users in the config file, not both")
@@ -59,6 +58,16 @@ func (s *Server) initACL() error {
 	return nil
 }
 
+// userLines are CONFIG REWRITE's user directives, one per user as ACL LIST
+// shows it, as Redis's rewriteConfigUserOption.
+func (s *Server) userLines() conffile.Setting {
+	var lines [][]string
+	for _, l := range s.acl.List() {
+		lines = append(lines, strings.Fields(l)[1:])
+	}
+	return conffile.Setting{Name: "user", Lines: lines, Default: s.acl.Pristine()}
+}
+
 // readACLFile parses the aclfile, all of it or nothing.
 func (s *Server) readACLFile() (map[string]*acl.Perms, error) {
 	data, err := os.ReadFile(s.cfg.ACLFile)
@@ -72,6 +81,8 @@ func (s *Server) readACLFile() (map[string]*acl.Perms, error) {
 	return acl.ParseFile(aclTable, s.cfg.ACLFile, data)
 }
 
+// cmdACLSetUser changes a user; its connections subscribed where the new rules do
+// not allow close, the caller's own after its reply, as Redis's.
 func cmdACLSetUser(s *Server, c *client, args [][]byte, _ int64) {
 	rules := make([]string, len(args)-3)
 	for i, a := range args[3:] {
@@ -81,7 +92,9 @@ func cmdACLSetUser(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError("ERR " + err.Error())
 		return
 	}
+	self := s.dropSubscribers(c, s.acl.User(string(args[2])))
 	c.w.WriteString("OK")
+	closeAfterReply(c, self)
 }
 
 // cmdACLDelUser deletes users; their connections close, the caller's own after
@@ -151,7 +164,7 @@ func cmdACLWhoAmI(_ *Server, c *client, _ [][]byte, _ int64) {
 
 func cmdACLCat(_ *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 3 {
-		c.writeError("ERR unknown subcommand or wrong number of arguments for 'cat'. Try ACL HELP.")
+		c.writeError(aclSyntaxError(args))
 		return
 	}
 	if len(args) == 2 {
@@ -172,12 +185,18 @@ func cmdACLCat(_ *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
+// aclSyntaxError is Redis's refusal of an ACL subcommand's extra arguments, the
+// subcommand as the client typed it.
+func aclSyntaxError(args [][]byte) string {
+	return fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try ACL HELP.", args[1])
+}
+
 // genPassMaxBits is the largest ACL GENPASS takes, Redis's.
 const genPassMaxBits = 4096
 
 func cmdACLGenPass(_ *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 3 {
-		c.writeError("ERR unknown subcommand or wrong number of arguments for 'genpass'. Try ACL HELP.")
+		c.writeError(aclSyntaxError(args))
 		return
 	}
 	bits := int64(256)
@@ -203,7 +222,7 @@ func cmdACLGenPass(_ *Server, c *client, args [][]byte, _ int64) {
 // cmdACLLog serves ACL LOG [count|RESET] with Redis 7.2's fields.
 func cmdACLLog(s *Server, c *client, args [][]byte, _ int64) {
 	if len(args) > 3 {
-		c.writeError("ERR unknown subcommand or wrong number of arguments for 'log'. Try ACL HELP.")
+		c.writeError(aclSyntaxError(args))
 		return
 	}
 	count := int64(10)
@@ -306,7 +325,7 @@ func cmdACLLoad(s *Server, c *client, _ [][]byte, _ int64) {
 }
 
 // cmdACLSave writes the users to the aclfile: a temporary file renamed over it, so
-// that a crash leaves the old file or the new one.
+// that a crash leaves the old file or the new one; 0644 as Redis's.
 func cmdACLSave(s *Server, c *client, _ [][]byte, _ int64) {
 	if s.cfg.ACLFile == "" {
 		c.writeError(errNoACLFile)
@@ -314,30 +333,10 @@ func cmdACLSave(s *Server, c *client, _ [][]byte, _ int64) {
 	}
 	s.aclMu.Lock()
 	defer s.aclMu.Unlock()
-	if err := writeFileAtomic(s.cfg.ACLFile, []byte(s.acl.Save())); err != nil {
+	if err := conffile.WriteAtomic(s.cfg.ACLFile, []byte(s.acl.Save()), 0o644); err != nil {
 		s.log.Warn("ACL SAVE", "path", s.cfg.ACLFile, "err", err)
 		c.writeError(errACLSave)
 		return
 	}
 	c.w.WriteString("OK")
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

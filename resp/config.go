@@ -37,11 +37,13 @@ type tunables struct {
 	// nothing, 0 every command.
 	slowerThan int64
 	slowlogLen int
+	aclLogLen  int // acllog-max-len
 }
 
 // initialTunables reads cfg, its defaults applied.
 func initialTunables(cfg Config) *tunables {
-	t := &tunables{maxClients: int64(cfg.MaxClients), idleTimeout: cfg.IdleTimeout, slowlogLen: cfg.SlowlogMaxLen}
+	t := &tunables{maxClients: int64(cfg.MaxClients), idleTimeout: cfg.IdleTimeout, slowlogLen: cfg.SlowlogMaxLen,
+		aclLogLen: cfg.ACLLogMaxLen}
 	t.requirePass = cfg.RequirePass
 	switch d := cfg.SlowlogLogSlowerThan; {
 	case d == 0:
@@ -56,6 +58,12 @@ func initialTunables(cfg Config) *tunables {
 		t.slowlogLen = DefaultSlowlogMaxLen
 	case cfg.SlowlogMaxLen < 0:
 		t.slowlogLen = 0
+	}
+	switch {
+	case cfg.ACLLogMaxLen == 0:
+		t.aclLogLen = DefaultACLLogMaxLen
+	case cfg.ACLLogMaxLen < 0:
+		t.aclLogLen = 0
 	}
 	return t
 }
@@ -161,6 +169,16 @@ var params = []param{
 			t.slowlogLen = int(n)
 			return nil
 		}},
+	{name: "acllog-max-len", def: strconv.Itoa(DefaultACLLogMaxLen),
+		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.aclLogLen) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := configInt(v, 0, math.MaxInt64) // Redis's bounds
+			if err != nil {
+				return err
+			}
+			t.aclLogLen = int(min(n, math.MaxInt32))
+			return nil
+		}},
 	{name: "proto-max-bulk-len", get: func(s *Server, _ *tunables) string { return strconv.FormatInt(s.cfg.ProtoMaxBulkLen, 10) }},
 	{name: "tls-port", get: func(s *Server, _ *tunables) string {
 		if _, p := hostPort(s.TLSAddr()); p != "" {
@@ -180,6 +198,8 @@ var params = []param{
 	{name: "replicaof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }},
 	{name: "slaveof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }}, // Redis's alias
 	{name: "masterauth", get: func(s *Server, _ *tunables) string { return s.cfg.MasterAuth }},
+	{name: "masteruser", get: func(s *Server, _ *tunables) string { return s.cfg.MasterUser }},
+	{name: "aclfile", get: func(s *Server, _ *tunables) string { return s.cfg.ACLFile }},
 	{name: "snapshot", get: func(s *Server, _ *tunables) string { return s.cfg.SnapshotPath }},
 }
 
@@ -271,6 +291,7 @@ func (s *Server) setConfig(pairs [][]byte) error {
 		s.rcTLS.SetIdleClose(draft.idleTimeout)
 	}
 	s.slow.trim(draft.slowlogLen)
+	s.aclLog.SetMax(draft.aclLogLen)
 	return nil
 }
 
@@ -320,6 +341,9 @@ func (s *Server) rewriteConfig() error {
 		set = append(set, conffile.Setting{Name: p.name, Args: []string{v}, Default: v == p.def})
 	}
 	set = append(set, conffile.Setting{Name: "replicaof", Args: s.replicaOfArgs()})
+	if s.cfg.ACLFile == "" { // with an aclfile the users are its, as Redis's rewriteConfigUserOption
+		set = append(set, s.userLines())
+	}
 	return conffile.Rewrite(s.cfg.ConfigFile, set)
 }
 

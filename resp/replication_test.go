@@ -521,9 +521,35 @@ func TestReplicaAuth(t *testing.T) {
 	var logs lockedBuffer
 	bad := startServer(t, Config{ReplicaOf: p.addr, MasterAuth: "wrong", Logger: logTo(&logs)})
 	waitLinkUp(t, good.client(t, 3))
-	waitFor(t, "the refusal", func() bool { return strings.Contains(logs.String(), "AUTH with -masterauth refused") })
+	waitFor(t, "the refusal", func() bool { return strings.Contains(logs.String(), "AUTH with -masteruser/-masterauth refused") })
 	if got := replInfo(t, bad.client(t, 3), "master_link_status"); got != "down" {
 		t.Errorf("master_link_status with a wrong password = %s", got)
+	}
+}
+
+// TestReplicaACLUser: a primary whose default user is off takes a replica logged
+// in as an ACL user of the replication commands alone (-masteruser with
+// -masterauth, as Redis's masteruser), and refuses one without the user.
+func TestReplicaACLUser(t *testing.T) {
+	p := startServer(t, Config{Users: directives("user default off", "user repl on >rp +rlsync +replconf",
+		"user admin on >ap ~* &* +@all")})
+	good := startServer(t, Config{ReplicaOf: p.addr, MasterUser: "repl", MasterAuth: "rp"})
+	var logs lockedBuffer
+	bad := startServer(t, Config{ReplicaOf: p.addr, MasterAuth: "rp", Logger: logTo(&logs)})
+	waitLinkUp(t, good.client(t, 3))
+	admin := p.userClient(t, 3, "admin", "ap")
+	if got := do(admin, "RL.FIXED k 5 60000"); !strings.HasPrefix(got, "[1 5 4 0 ") {
+		t.Fatalf("RL.FIXED as admin: %s", got)
+	}
+	waitFor(t, "k on the replica", func() bool { return do(good.client(t, 3), "EXISTS k") == "1" })
+	waitFor(t, "the refusal", func() bool {
+		return strings.Contains(logs.String(), "AUTH with -masteruser/-masterauth refused by the primary: -WRONGPASS")
+	})
+	if got := replInfo(t, bad.client(t, 3), "master_link_status"); got != "down" {
+		t.Errorf("master_link_status without -masteruser = %s", got)
+	}
+	if e := p.aclLog.Entries(10); len(e) != 1 || e[0].Reason != "auth" || e[0].Username != "default" {
+		t.Errorf("ACL LOG: %+v, want the one failed AUTH of the default user", e)
 	}
 }
 

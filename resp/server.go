@@ -49,7 +49,7 @@ const (
 // Config configures a Server. The zero value is valid: every zero field takes its
 // default. Those of core.Config (Shards, MaxLogLimit, ExpireInterval, Logger,
 // LogLevel, MaxMemory, MaxMemoryPolicy, TLSCertFile, TLSKeyFile, Snapshot*,
-// ReplicaOf, MasterAuth, ReplBacklogSize) configure the core NewServer builds (Core
+// ReplicaOf, MasterAuth, MasterUser, ReplBacklogSize) configure the core NewServer builds (Core
 // converts them); NewFront takes them from the core it is given instead.
 type Config struct {
 	// Shards is the number of store shards, a power of two; 0 means store.DefaultShards.
@@ -123,6 +123,9 @@ type Config struct {
 	ReplicaOf string
 	// MasterAuth is the password a replica gives its primary (the primary's RequirePass).
 	MasterAuth string
+	// MasterUser, if set, is the ACL user a replica logs in to its primary as, with
+	// MasterAuth, as Redis's masteruser; empty: the default user.
+	MasterUser string
 	// Users are the `user` directives of the config file, as Redis's: each the words
 	// after "user" (the name, then ACL rules), with where it was read for errors.
 	Users []UserDirective
@@ -130,7 +133,8 @@ type Config struct {
 	// refuses to start), ACL SAVE writes them there and ACL LOAD reads them again.
 	// It does not go with Users, as in Redis.
 	ACLFile string
-	// ACLLogMaxLen is how many entries ACL LOG keeps; 0 means Redis's 128.
+	// ACLLogMaxLen is how many entries ACL LOG keeps; 0 means DefaultACLLogMaxLen,
+	// negative none.
 	ACLLogMaxLen int
 	// ReplBacklogSize is the bytes of recent effects a primary keeps for replicas to
 	// continue from after a disconnection; 0 means DefaultReplBacklogSize.
@@ -220,7 +224,8 @@ func (cfg Config) Core() core.Config {
 		TLSCertFile: cfg.TLSCertFile, TLSKeyFile: cfg.TLSKeyFile, TLSCACertFile: cfg.TLSCACertFile,
 		TLSAuthClients: cfg.TLSAuthClients, TLSClientSAN: cfg.TLSClientSAN, SnapshotPath: cfg.SnapshotPath,
 		SnapshotInterval: cfg.SnapshotInterval, SnapshotIgnoreCorrupt: cfg.SnapshotIgnoreCorrupt,
-		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, ReplBacklogSize: cfg.ReplBacklogSize}
+		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser,
+		ReplBacklogSize: cfg.ReplBacklogSize}
 }
 
 // withCore is cfg with its shared fields taken from the core's configuration.
@@ -230,7 +235,7 @@ func (cfg Config) withCore(cc core.Config) Config {
 	cfg.TLSCertFile, cfg.TLSKeyFile = cc.TLSCertFile, cc.TLSKeyFile
 	cfg.TLSCACertFile, cfg.TLSAuthClients, cfg.TLSClientSAN = cc.TLSCACertFile, cc.TLSAuthClients, cc.TLSClientSAN
 	cfg.SnapshotPath, cfg.SnapshotInterval, cfg.SnapshotIgnoreCorrupt = cc.SnapshotPath, cc.SnapshotInterval, cc.SnapshotIgnoreCorrupt
-	cfg.ReplicaOf, cfg.MasterAuth, cfg.ReplBacklogSize = cc.ReplicaOf, cc.MasterAuth, cc.ReplBacklogSize
+	cfg.ReplicaOf, cfg.MasterAuth, cfg.MasterUser, cfg.ReplBacklogSize = cc.ReplicaOf, cc.MasterAuth, cc.MasterUser, cc.ReplBacklogSize
 	return cfg
 }
 
@@ -286,10 +291,10 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 		s.policy = policy.NewEngine(c.Store(), cfg.Policy)
 	}
 	s.refused = newRefused()
+	s.tun.Store(initialTunables(cfg)) // before initACL, which reads acllog-max-len
 	if err := s.initACL(); err != nil {
 		return nil, err
 	}
-	s.tun.Store(initialTunables(cfg))
 	s.statBase.Store(&statCounters{})
 	// The address is unused: Serve hands redcon the caller's listener.
 	s.rc = redcon.NewServerNetwork("tcp", "", s.serveCommand, s.accept, s.closeConn)

@@ -14,8 +14,12 @@ THREADS=${BENCH_THREADS:-2}
 KEYSPACE=1000000
 RL_PORT=${RL_PORT:-16380}
 REDIS_PORT=${REDIS_PORT:-16379}
-# Rows: an algorithm (RL.<ALGO>), all3 (RL.ALL of three rules) or acquire (RL.ACQUIRE).
-ALGOS=${BENCH_ALGOS:-"token fixed slide log all3 acquire"}
+# Rows: an algorithm (RL.<ALGO>), all3 (RL.ALL of three rules), acquire (RL.ACQUIRE), or
+# acl (RL.TOKEN at -P 16 as an ACL user of 10 key patterns against the default user).
+ALGOS=${BENCH_ALGOS:-"token fixed slide log all3 acquire acl"}
+# The acl row's user: ten key patterns, the keys matching the last, so that each call
+# checks all ten; CONFIG GET for redis-benchmark's look at the server's settings.
+ACL_USER="bench on >benchpass ~t0:* ~t1:* ~t2:* ~t3:* ~t4:* ~t5:* ~t6:* ~t7:* ~t8:* ~user:* +@ratelimit +config|get"
 
 for tool in redis-server redis-cli redis-benchmark; do
   command -v "$tool" >/dev/null || { echo "$tool not found: apt-get install redis-server redis-tools" >&2; exit 1; }
@@ -33,7 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-bin/rlserver -addr "127.0.0.1:$RL_PORT" -loglevel warn &
+bin/rlserver -addr "127.0.0.1:$RL_PORT" -loglevel warn -user "$ACL_USER" &
 rl_pid=$!
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
   --dir "$tmp" >/dev/null &
@@ -58,6 +62,7 @@ check() {
 
 printf '%-10s %3s %12s %12s %7s %9s %9s\n' algo P rlserver_rps redis_lua_rps ratio rl_p99 lua_p99
 for algo in $ALGOS; do
+  [ "$algo" = acl ] && continue # after the loop: its columns differ
   # rl_cmd is the call on rlserver; script, lua_keys and lua_args the same call as EVALSHA
   # of the reference script on Redis (its ARGV layout: lua/lua.go's package comment).
   case $algo in
@@ -94,6 +99,19 @@ for algo in $ALGOS; do
     printf '%-10s %3s %12s %12s %6sx %9s %9s\n' "$algo" "$pipeline" "$rl_rps" "$lua_rps" "$ratio" "$rl_p99" "$lua_p99"
   done
 done
+# acl: the same RL.TOKEN on rlserver as the ACL user and as the default user, twice in
+# turn, so that a drift of the machine shows as rows that disagree.
+if [[ " $ALGOS " == *" acl "* ]]; then
+  acl_cmd=(RL.TOKEN "user:__rand_int__" 100 1000)
+  check "$RL_PORT" --user bench --pass benchpass --no-auth-warning "${acl_cmd[@]}"
+  printf '%-10s %3s %12s %12s %7s %9s %9s\n' acl P acl_user_rps default_rps ratio acl_p99 def_p99
+  for _ in 1 2; do
+    read -r acl_rps _ acl_p99 < <(bench "$RL_PORT" 16 --user bench -a benchpass "${acl_cmd[@]}")
+    read -r def_rps _ def_p99 < <(bench "$RL_PORT" 16 "${acl_cmd[@]}")
+    ratio=$(awk -v a="$acl_rps" -v b="$def_rps" 'BEGIN { printf "%.2f", a / b }')
+    printf '%-10s %3s %12s %12s %6sx %9s %9s\n' acl 16 "$acl_rps" "$def_rps" "$ratio" "$acl_p99" "$def_p99"
+  done
+fi
 # The ceiling for a RESP server on this machine: Redis's own INCR.
 read -r incr_rps _ incr_p99 < <(bench "$REDIS_PORT" 16 INCR "counter:__rand_int__")
 printf '%-10s %3s %12s %12s %7s %9s %9s\n' redis-incr 16 - "$incr_rps" - - "$incr_p99"

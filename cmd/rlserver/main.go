@@ -116,13 +116,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.cfg.ReplicaOf, "replicaof", "", "start as a replica of the rlserver at `host:port` (REPLICAOF); empty: a primary")
 	fs.Var((*usersFlag)(&o.cfg.Users), "user", "an ACL `user`: its name then its rules, as Redis's user directive (\"alice on >pass ~tenantA:* +@ratelimit\"); once per user")
 	fs.StringVar(&o.cfg.ACLFile, "aclfile", "", "Redis's aclfile: users loaded at start, written by ACL SAVE, read again by ACL LOAD; not with -user")
-	fs.StringVar(&o.cfg.MasterAuth, "masterauth", "", "`password` a replica gives its primary (the primary's -requirepass)")
+	fs.StringVar(&o.cfg.MasterAuth, "masterauth", "", "`password` a replica gives its primary (the primary's -requirepass, or -masteruser's)")
+	fs.StringVar(&o.cfg.MasterUser, "masteruser", "", "ACL `user` a replica logs in to its primary as, with -masterauth; empty: the default user")
 	fs.Var((*intMemoryFlag)(&o.cfg.ReplBacklogSize), "repl-backlog-size", "`bytes` of recent writes a primary keeps for replicas to continue from after a disconnection (suffixes k, mb, ...)")
 	fs.IntVar(&o.cfg.ReplicaPriority, "replica-priority", 0, "Sentinel's replica `priority`: lower is promoted first; 0: Redis's default, 100; negative: never promoted")
 	fs.Var((*levelFlag)(&o.level), "loglevel", "log `level`: debug, info, warn or error, or Redis's verbose, notice, warning (any case)")
 	fs.Var((*microsFlag)(&o.cfg.SlowlogLogSlowerThan), "slowlog-log-slower-than",
 		"`µs` from which a command enters SLOWLOG; 0: every command, negative: none")
-	fs.Var((*countFlag)(&o.cfg.SlowlogMaxLen), "slowlog-max-len", "`entries` SLOWLOG keeps")
+	fs.Var(&countFlag{&o.cfg.SlowlogMaxLen, resp.DefaultSlowlogMaxLen}, "slowlog-max-len", "`entries` SLOWLOG keeps")
+	fs.Var(&countFlag{&o.cfg.ACLLogMaxLen, resp.DefaultACLLogMaxLen}, "acllog-max-len", "`entries` ACL LOG keeps")
 	gatewayFlags(fs, &o.gw)
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.version, "v", false, "print the version and exit")
@@ -471,18 +473,21 @@ func (m *microsFlag) Set(s string) error {
 	return nil
 }
 
-// countFlag is -slowlog-max-len: a count as Redis takes it, into resp.Config's,
-// whose 0 is the default (so Redis's 0 is negative).
-type countFlag int
+// countFlag is -slowlog-max-len and -acllog-max-len: a count as Redis takes it,
+// into resp.Config's, whose 0 is the default def (so Redis's 0 is negative).
+type countFlag struct {
+	n   *int
+	def int
+}
 
 func (c *countFlag) String() string {
 	switch {
-	case *c == 0:
-		return strconv.Itoa(resp.DefaultSlowlogMaxLen)
-	case *c < 0:
+	case c.n == nil || *c.n == 0:
+		return strconv.Itoa(c.def)
+	case *c.n < 0:
 		return "0"
 	default:
-		return strconv.Itoa(int(*c))
+		return strconv.Itoa(*c.n)
 	}
 }
 
@@ -494,9 +499,9 @@ func (c *countFlag) Set(s string) error {
 	case n < 0:
 		return errors.New("must be 0 or more")
 	case n == 0:
-		*c = -1
+		*c.n = -1
 	default:
-		*c = countFlag(n)
+		*c.n = n
 	}
 	return nil
 }

@@ -37,7 +37,8 @@ func TestHelpListsEveryFlagWithDefault(t *testing.T) {
 		"-snapshot file\n", "-snapshot-interval duration\n", "(default: 1s)", "-snapshot-ignore-corrupt\n",
 		"-metrics-addr host:port\n", "-cluster-nodes host:port\n", "-cluster-self index\n",
 		"-replicaof host:port\n", "-masterauth password\n", "-repl-backlog-size bytes\n", "(default: 33554432)",
-		"-replica-priority priority\n",
+		"-replica-priority priority\n", "-masteruser user\n", "-acllog-max-len entries\n",
+		"-user user\n", "-aclfile string\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
@@ -70,6 +71,10 @@ func TestParseFlags(t *testing.T) {
 			options{addr: "127.0.0.1:6380", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 1,
 				level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
 					ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+		{[]string{"-masteruser", "repl", "-masterauth", "pw", "-acllog-max-len", "0"}, true,
+			options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
+				ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second, MasterUser: "repl", MasterAuth: "pw", ACLLogMaxLen: -1}}},
+		{[]string{"-acllog-max-len", "-1"}, false, options{}},
 		{[]string{"-replicaof", "10.0.0.1:6380", "-masterauth", "pw", "-repl-backlog-size", "64mb", "-replica-priority", "10"}, true,
 			options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
 				ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second, ReplicaOf: "10.0.0.1:6380", MasterAuth: "pw",

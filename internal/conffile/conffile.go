@@ -219,6 +219,10 @@ type Setting struct {
 	Args []string
 	// Default: a directive the file lacks is added only when not at its default.
 	Default bool
+	// Lines, if not nil, are the lines of a directive given once per line (user),
+	// instead of Args: the file's lines of it are replaced in order, those beyond
+	// removed, the rest appended.
+	Lines [][]string
 }
 
 // rewriteMark precedes the directives Rewrite adds, as Redis marks its own.
@@ -243,6 +247,7 @@ func Rewrite(path string, settings []Setting) error {
 		byName[s.Name] = s
 	}
 	written := map[string]bool{}
+	used := map[string]int{} // the Lines written of a setting
 	var out []string
 	lines := strings.Split(strings.TrimSuffix(string(old), "\n"), "\n")
 	if len(old) == 0 {
@@ -259,16 +264,18 @@ func Rewrite(path string, settings []Setting) error {
 		switch {
 		case !ok:
 			out = append(out, l)
+		case s.Lines != nil:
+			if n := used[name]; n < len(s.Lines) {
+				out = append(out, Line(name, s.Lines[n]...))
+				used[name]++
+			}
 		case s.Args != nil && !written[name]:
 			out = append(out, Line(name, s.Args...))
 		}
 		written[name] = ok
 	}
 	marked := false
-	for _, s := range settings {
-		if written[s.Name] || s.Args == nil || s.Default {
-			continue
-		}
+	add := func(name string, args []string) {
 		if !marked && !slices.Contains(out, rewriteMark) {
 			if len(out) > 0 && strings.TrimSpace(out[len(out)-1]) != "" {
 				out = append(out, "")
@@ -276,14 +283,27 @@ func Rewrite(path string, settings []Setting) error {
 			out = append(out, rewriteMark)
 		}
 		marked = true
-		out = append(out, Line(s.Name, s.Args...))
+		out = append(out, Line(name, args...))
 	}
-	return writeAtomic(path, []byte(strings.Join(out, "\n")+"\n"), info.Mode().Perm())
+	for _, s := range settings {
+		switch {
+		case s.Lines != nil:
+			if !written[s.Name] && s.Default {
+				continue
+			}
+			for _, args := range s.Lines[used[s.Name]:] {
+				add(s.Name, args)
+			}
+		case !written[s.Name] && s.Args != nil && !s.Default:
+			add(s.Name, s.Args)
+		}
+	}
+	return WriteAtomic(path, []byte(strings.Join(out, "\n")+"\n"), info.Mode().Perm())
 }
 
-// writeAtomic replaces path with data: the file is path's old contents or the new
-// ones, whole, whenever the machine stops.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
+// WriteAtomic replaces path with data, of mode: the file is path's old contents or
+// the new ones, whole, whenever the machine stops (CONFIG REWRITE, ACL SAVE).
+func WriteAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err

@@ -146,3 +146,31 @@ func read(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A directive given once per line (user): the file's lines replaced in order,
+// those beyond removed, the rest appended; at its default, none added.
+func TestRewriteLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rl.conf")
+	write(t, path, "user a on nopass\n# between\nuser b off\nuser c off\nmaxclients 5\n")
+	lines := [][]string{{"a", "off"}, {"b", "on"}}
+	if err := Rewrite(path, []Setting{{Name: "user", Lines: lines}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, path), "user a off\n# between\nuser b on\nmaxclients 5\n"; got != want {
+		t.Errorf("fewer lines:\n%s\nwant:\n%s", got, want)
+	}
+	lines = append(lines, []string{"c", "on", "~x y"})
+	if err := Rewrite(path, []Setting{{Name: "user", Lines: lines}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, path), "user a off\n# between\nuser b on\nmaxclients 5\n\n"+rewriteMark+"\nuser c on \"~x y\"\n"; got != want {
+		t.Errorf("more lines:\n%s\nwant:\n%s", got, want)
+	}
+	write(t, path, "maxclients 5\n")
+	if err := Rewrite(path, []Setting{{Name: "user", Lines: [][]string{{"default", "on"}}, Default: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, path); got != "maxclients 5\n" {
+		t.Errorf("at its default, added:\n%s", got)
+	}
+}
