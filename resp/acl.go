@@ -199,7 +199,7 @@ func (s *Server) aclDeniedAs(c *client, reason, object, user string) {
 		ctx = acl.ContextMulti
 	}
 	now := time.Now()
-	info := c.info(now, 0, 0)
+	info := c.info(now, 0, 0, nil)
 	s.aclLog.Add(acl.LogEntry{Reason: reason, Context: ctx, Object: object, Username: user,
 		ClientInfo: string(bytes.TrimSuffix([]byte(info), []byte("\n")))}, now)
 }

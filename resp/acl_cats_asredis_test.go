@@ -62,3 +62,43 @@ func TestACLCategoriesAsRedis(t *testing.T) {
 		t.Fatalf("only %d commands shared with Redis", shared)
 	}
 }
+
+// TestCommandFlagsAsRedis: COMMAND's no_auth and no_multi flags are Redis 7.0's for
+// every command both have. (Other flags differ where rlserver's commands behave
+// otherwise, as "loading" where a replica serves them while it loads.)
+func TestCommandFlagsAsRedis(t *testing.T) {
+	flags := func(addr string) map[string][]string {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+		defer rdb.Close()
+		v, err := rdb.Do(context.Background(), "COMMAND").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]string{}
+		var walk func(entries []any)
+		walk = func(entries []any) {
+			for _, e := range entries {
+				f := e.([]any)
+				var keep []string
+				for _, fl := range f[2].([]any) {
+					if s := fmt.Sprint(fl); s == "no_auth" || s == "no_multi" {
+						keep = append(keep, s)
+					}
+				}
+				slices.Sort(keep)
+				out[fmt.Sprint(f[0])] = keep
+				if len(f) > 9 {
+					walk(f[9].([]any))
+				}
+			}
+		}
+		walk(v)
+		return out
+	}
+	redisFlags, rlFlags := flags(testenv.StartRedis(t)), flags(testenv.StartServer(t, resp.Config{}))
+	for name, got := range rlFlags {
+		if want, ok := redisFlags[name]; ok && !slices.Equal(got, want) {
+			t.Errorf("%s: %v, Redis %v", name, got, want)
+		}
+	}
+}

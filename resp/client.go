@@ -35,9 +35,16 @@ type client struct {
 	// silent while a command runs silenced: what it writes to w after silentFrom
 	// is cut, but pushes, which Redis sends despite CLIENT REPLY (its
 	// CLIENT_PUSHING), move silentFrom past themselves.
-	silent      bool
-	silentFrom  int
+	silent     bool
+	silentFrom int
+	// deferred are pushes to the connection itself while a command runs (PUBLISH to a
+	// channel it subscribed, a key it tracks written inside EXEC), sent once the
+	// command's whole reply is, as Redis 7.2's pending_push_messages.
+	deferred    []byte
 	trackNoLoop bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
+	// CLIENT TRACKING ON OPTIN or OPTOUT, and CLIENT CACHING given for the command or
+	// transaction that follows (tracking.go).
+	trackOptIn, trackOptOut, caching, cachingNext bool
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool
@@ -49,10 +56,12 @@ type client struct {
 	// sub is set once the connection subscribed and left redcon's loop (pubsub.go).
 	sub *subscriber
 
+	qbuf       int          // the bytes of the command under way, for its own CLIENT INFO's qbuf
 	fd         int          // the socket's descriptor, for CLIENT LIST; -1 if unknown
 	active     atomic.Int64 // when its last batch of commands began, Unix ns (CLIENT LIST's idle)
 	multiLen   atomic.Int32 // commands queued in MULTI, -1 outside (CLIENT LIST's multi)
 	trackingOn atomic.Bool  // CLIENT TRACKING ON (tracking.go)
+	noEvict    atomic.Bool  // CLIENT NO-EVICT ON: CLIENT LIST's flag e
 	proto      atomic.Int32 // 2 or 3, set by HELLO
 	errStats   *errorStats  // the server's, for INFO errorstats
 	commands   atomic.Uint64
@@ -74,6 +83,29 @@ func (c *client) unsilence() {
 		c.w.SetBuffer(c.w.Buffer()[:c.silentFrom])
 	}
 	c.silent, c.skipping = false, false
+}
+
+// deferPush writes a push to c itself with write, to be sent after the reply of the
+// command under way (writeDeferred).
+func (c *client) deferPush(write func()) {
+	silent := c.silent
+	c.silent = false // the push is kept whole, not cut as a silenced reply
+	start := len(c.w.Buffer())
+	write()
+	b := c.w.Buffer()
+	c.deferred = append(c.deferred, b[start:]...)
+	c.w.SetBuffer(b[:start])
+	c.silent = silent
+}
+
+// writeDeferred sends the pushes deferPush kept, after a command's reply.
+func (c *client) writeDeferred() {
+	if c.silent {
+		c.w.SetBuffer(c.w.Buffer()[:c.silentFrom])
+	}
+	c.w.WriteRaw(c.deferred)
+	c.deferred = c.deferred[:0]
+	c.pushed()
 }
 
 // writeError sends an error line and counts it for INFO.
@@ -130,11 +162,39 @@ func (c *client) writeStatuses(ss []string) {
 	}
 }
 
-// info is the line CLIENT INFO and CLIENT LIST show for c, in Redis 7.2's format
-// and field order (redis-py's client_info() reads it); sub and psub are its
-// subscriptions. The memory and buffer fields are Redis's names for what rlserver
-// does not track apart: zeros, as an idle Redis connection shows.
-func (c *client) info(now time.Time, sub, psub int) string {
+// buffers are the query and reply buffer fields of CLIENT INFO, in bytes, as
+// Redis's: the request under way (qbuf) and the room left after it in the read
+// buffer, its arguments (argv), those queued in MULTI, the reply buffer (rbs).
+type buffers struct{ qbuf, qbufFree, argv, multi, rbs int }
+
+// ownBuffers are c's buffers, read by c's own goroutine while it runs args.
+func (c *client) ownBuffers(args [][]byte) *buffers {
+	b := &buffers{qbuf: c.qbuf, rbs: cap(c.w.Buffer())}
+	if lc, ok := c.conn.NetConn().(*limitConn); ok {
+		b.qbufFree = lc.free
+	}
+	for _, a := range args {
+		b.argv += len(a)
+	}
+	for _, q := range c.multi {
+		for _, a := range q.args {
+			b.multi += len(a)
+		}
+	}
+	return b
+}
+
+// age is how long c has been connected, in whole seconds (CLIENT LIST's age).
+func (c *client) age(now time.Time) int64 { return int64(now.Sub(c.created) / time.Second) }
+
+// info is the line CLIENT INFO and CLIENT LIST show for c, in Redis 7.4's format
+// and field order (redis-py's client_info() reads it, introspection.tcl matches it);
+// sub and psub are its subscriptions, bufs its buffers if known (the caller's own),
+// else zeros, as an idle Redis connection nearly shows. rlserver has no WATCH: watch=0.
+func (c *client) info(now time.Time, sub, psub int, bufs *buffers) string {
+	if bufs == nil {
+		bufs = &buffers{}
+	}
 	c.mu.Lock()
 	name, libName, libVer := c.name, c.libName, c.libVer
 	c.mu.Unlock()
@@ -149,6 +209,9 @@ func (c *client) info(now time.Time, sub, psub int) string {
 	}
 	if multi >= 0 {
 		flags += "x"
+	}
+	if c.noEvict.Load() {
+		flags += "e"
 	}
 	if flags == "" {
 		flags = "N"
@@ -166,7 +229,7 @@ func (c *client) info(now time.Time, sub, psub int) string {
 	b = append(b, " name="...)
 	b = append(b, name...)
 	b = append(b, " age="...)
-	b = strconv.AppendInt(b, int64(now.Sub(c.created)/time.Second), 10)
+	b = strconv.AppendInt(b, c.age(now), 10)
 	b = append(b, " idle="...)
 	b = strconv.AppendInt(b, max(0, int64(idle/time.Second)), 10)
 	b = append(b, " flags="...)
@@ -177,7 +240,22 @@ func (c *client) info(now time.Time, sub, psub int) string {
 	b = strconv.AppendInt(b, int64(psub), 10)
 	b = append(b, " ssub=0 multi="...)
 	b = strconv.AppendInt(b, int64(multi), 10)
-	b = append(b, " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
+	b = append(b, " watch=0 qbuf="...)
+	b = strconv.AppendInt(b, int64(bufs.qbuf), 10)
+	b = append(b, " qbuf-free="...)
+	b = strconv.AppendInt(b, int64(bufs.qbufFree), 10)
+	b = append(b, " argv-mem="...)
+	b = strconv.AppendInt(b, int64(bufs.argv), 10)
+	b = append(b, " multi-mem="...)
+	b = strconv.AppendInt(b, int64(bufs.multi), 10)
+	// The reply buffer keeps the size it grew to: its peak (rbp) is its size.
+	b = append(b, " rbs="...)
+	b = strconv.AppendInt(b, int64(bufs.rbs), 10)
+	b = append(b, " rbp="...)
+	b = strconv.AppendInt(b, int64(bufs.rbs), 10)
+	b = append(b, " obl=0 oll=0 omem=0 tot-mem="...)
+	b = strconv.AppendInt(b, int64(bufs.qbuf+bufs.qbufFree+bufs.argv+bufs.multi+bufs.rbs), 10)
+	b = append(b, " events=r cmd="...)
 	b = append(b, cmd...)
 	b = append(b, " user="...)
 	b = append(b, c.user.Load().Name()...)

@@ -2,12 +2,13 @@ package resp
 
 import (
 	"bytes"
+
 	"cmp"
 	"fmt"
+	"github.com/rlserver/rlserver/acl"
 	"net"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -68,30 +69,16 @@ func (s *Server) ownView(c *client) clientView {
 
 // connFD is the socket descriptor under conn (TLS and limitConn unwrapped), or -1.
 func connFD(conn net.Conn) int {
-	for {
-		switch cc := conn.(type) {
-		case *limitConn:
-			conn = cc.Conn
-			continue
-		case interface{ NetConn() net.Conn }: // *tls.Conn
-			conn = cc.NetConn()
-			continue
-		case syscall.Conn:
-			raw, err := cc.SyscallConn()
-			if err != nil {
-				return -1
-			}
-			fd := -1
-			raw.Control(func(d uintptr) { fd = int(d) })
-			return fd
-		}
-		return -1
+	fd := -1
+	if raw := socketOf(conn); raw != nil {
+		raw.Control(func(d uintptr) { fd = int(d) })
 	}
+	return fd
 }
 
-func cmdClientInfo(s *Server, c *client, _ [][]byte, _ int64) {
+func cmdClientInfo(s *Server, c *client, args [][]byte, _ int64) {
 	v := s.ownView(c)
-	c.w.WriteBulkString(c.info(time.Now(), v.sub, v.psub))
+	c.w.WriteBulkString(c.info(time.Now(), v.sub, v.psub, c.ownBuffers(args)))
 }
 
 // cmdClientList serves CLIENT LIST [TYPE type] [ID id [id ...]].
@@ -127,11 +114,12 @@ func cmdClientList(s *Server, c *client, args [][]byte, _ int64) {
 	var b strings.Builder
 	now := time.Now()
 	for _, v := range s.clientViews() {
+		var bufs *buffers
 		if v.c == c {
-			v = s.ownView(c)
+			v, bufs = s.ownView(c), c.ownBuffers(args)
 		}
 		if typeMatches(typ, v) && (ids == nil || slices.Contains(ids, v.c.id)) {
-			b.WriteString(v.c.info(now, v.sub, v.psub))
+			b.WriteString(v.c.info(now, v.sub, v.psub, bufs))
 		}
 	}
 	c.w.WriteBulkString(b.String())
@@ -156,12 +144,14 @@ type killFilter struct {
 	typ, addr, laddr string
 	id               int64
 	skipMe           bool
-	noUser           bool // USER named a user other than default: nobody matches
+	user             *acl.User // USER: connections logged in as it; nil: any
+	maxAge           int64     // MAXAGE: connections at least that many seconds old; 0: any
 }
 
 // cmdClientKill serves CLIENT KILL addr (the old form: OK, or an error if no such
 // connection; it may be the caller's own) and CLIENT KILL filter value ... with TYPE
-// normal|pubsub|replica|slave|master, ID, ADDR, LADDR, USER and SKIPME yes|no: the
+// normal|pubsub|replica|slave|master, ID, ADDR, LADDR, USER, MAXAGE (Redis 7.4's)
+// and SKIPME yes|no: the
 // number of connections closed. The caller's own connection is closed after its reply.
 func cmdClientKill(s *Server, c *client, args [][]byte, _ int64) {
 	if len(args) == 3 {
@@ -203,10 +193,21 @@ func cmdClientKill(s *Server, c *client, args [][]byte, _ int64) {
 		case "laddr":
 			f.laddr = val
 		case "user":
-			if val != "default" {
+			if f.user = s.acl.User(val); f.user == nil {
 				c.writeError(fmt.Sprintf("ERR No such user '%s'", val))
 				return
 			}
+		case "maxage":
+			n, ok := parseInt64(args[i+1])
+			if !ok {
+				c.writeError("ERR maxage is not an integer or out of range")
+				return
+			}
+			if n <= 0 {
+				c.writeError("ERR maxage should be greater than 0")
+				return
+			}
+			f.maxAge = n
 		case "skipme":
 			switch strings.ToLower(val) {
 			case "yes":
@@ -240,9 +241,11 @@ func closeAfterReply(c *client, self bool) {
 // only reports (self) for the caller to close after its reply, and returns how many.
 func (s *Server) killClients(c *client, f killFilter) (n int, self bool) {
 	if f.typ != "master" && f.typ != "replica" {
+		now := time.Now()
 		for _, v := range s.clientViews() {
 			if !typeMatches(f.typ, v) || f.id != 0 && v.c.id != f.id || f.addr != "" && v.c.addr != f.addr ||
-				f.laddr != "" && v.c.laddr != f.laddr || v.c == c && f.skipMe {
+				f.laddr != "" && v.c.laddr != f.laddr || v.c == c && f.skipMe ||
+				f.user != nil && v.c.user.Load() != f.user || f.maxAge != 0 && v.c.age(now) < f.maxAge {
 				continue
 			}
 			n++
@@ -264,6 +267,20 @@ func (s *Server) killClients(c *client, f killFilter) (n int, self bool) {
 		n++
 	}
 	return n, false
+}
+
+// cmdClientNoEvict serves CLIENT NO-EVICT ON|OFF: CLIENT LIST's flag e.
+func cmdClientNoEvict(_ *Server, c *client, args [][]byte, _ int64) {
+	switch strings.ToLower(string(args[2])) {
+	case "on":
+		c.noEvict.Store(true)
+	case "off":
+		c.noEvict.Store(false)
+	default:
+		c.writeError(errSyntax)
+		return
+	}
+	c.w.WriteString("OK")
 }
 
 // cmdClientReply serves CLIENT REPLY ON|OFF|SKIP: OFF drops the replies of the

@@ -107,6 +107,25 @@ func cmdCommandList(_ *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
+// wireFlags are cm's flags as COMMAND INFO spells them, as Redis 7: no_auth, and
+// no_multi for a command refused inside MULTI.
+func wireFlags(cm *command) []string {
+	if !cm.noAuth && !cm.noMulti {
+		return cm.flags
+	}
+	flags := make([]string, 0, len(cm.flags)+1)
+	for _, f := range cm.flags {
+		if f == "no-auth" {
+			f = "no_auth"
+		}
+		flags = append(flags, f)
+	}
+	if cm.noMulti {
+		flags = append(flags, "no_multi")
+	}
+	return flags
+}
+
 // writeCommandInfo writes the 10-element reply of COMMAND INFO for one command, as
 // Redis 7 does: name, arity, flags, first key, last key, step, ACL categories,
 // tips, key specs, subcommands.
@@ -114,7 +133,7 @@ func writeCommandInfo(c *client, cm *command) {
 	c.w.WriteArray(10)
 	c.w.WriteBulkString(cm.full)
 	c.w.WriteInt64(int64(cm.arity))
-	c.writeStatuses(cm.flags)
+	c.writeStatuses(wireFlags(cm))
 	c.w.WriteInt64(int64(cm.firstKey))
 	c.w.WriteInt64(int64(cm.lastKey))
 	c.w.WriteInt64(int64(cm.keyStep))

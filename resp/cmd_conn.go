@@ -38,6 +38,49 @@ func cmdQuit(_ *Server, c *client, _ [][]byte, _ int64) {
 	c.conn.Close()
 }
 
+// cmdReset serves RESET as Redis's clearClientConnectionState: the transaction is
+// discarded, every subscription dropped without a confirmation, MONITOR and CLIENT
+// TRACKING end, CLIENT REPLY is ON, the protocol RESP2, the user default
+// (authenticated only if default needs no password) and the name cleared; the id,
+// address and library name stay. A subscribed connection stays in its goroutine,
+// which serves it as any other from then on.
+func cmdReset(s *Server, c *client, _ [][]byte, _ int64) {
+	c.inMulti, c.multiDirty, c.multi = false, false, nil
+	c.multiLen.Store(-1)
+	if sub := c.sub; sub != nil {
+		s.ps.mu.Lock()
+		for ch := range sub.channels {
+			s.unsubscribeLocked(s.ps.channels, ch, sub)
+		}
+		for p := range sub.patterns {
+			s.unsubscribeLocked(s.ps.patterns, p, sub)
+		}
+		clear(sub.channels)
+		clear(sub.patterns)
+		s.ps.mu.Unlock()
+		if sub.watch != nil {
+			s.unwatch(sub.watch)
+			sub.watch = nil
+		}
+		s.untrack(sub)
+	}
+	if c.trackingOn.Swap(false) {
+		s.trackers.Add(-1)
+	}
+	c.trackNoLoop, c.trackOptIn, c.trackOptOut, c.caching = false, false, false, false
+	c.noEvict.Store(false)
+	// Redis clears OFF and a SKIP still to come; a SKIP under way drops this reply.
+	c.replyOff, c.replySkip = false, false
+	c.silent = c.skipping
+	c.proto.Store(2)
+	c.user.Store(s.acl.Default())
+	c.authed = !s.acl.AuthRequired()
+	c.mu.Lock()
+	c.name = ""
+	c.mu.Unlock()
+	c.w.WriteString("RESET")
+}
+
 // cmdHello serves HELLO [protover [AUTH username password] [SETNAME clientname]]:
 // switch protocol, then answer the server's details as a map in the new protocol.
 // Every option is parsed before anything changes, and the protocol and name change

@@ -201,7 +201,7 @@ func cmdObject(s *Server, c *client, args [][]byte, now int64) {
 		c.writeNull()
 		return
 	}
-	switch c.last.Load().name {
+	switch string(bytes.ToLower(args[1])) {
 	case "encoding":
 		c.w.WriteBulkString("raw")
 	case "refcount":

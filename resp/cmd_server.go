@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlserver/rlserver/core"
 )
@@ -73,6 +74,8 @@ func cmdDebug(s *Server, c *client, args [][]byte, now int64) {
 			"    Output a hex signature representing the current keyspace.",
 			"DIGEST-VALUE <key> [<key> ...]",
 			"    Output a hex signature of the values of all the specified keys.",
+			"SLEEP <seconds>",
+			"    Stop this connection for <seconds> (a decimal number), then answer OK.",
 		}
 		c.w.WriteArray(len(lines))
 		for _, l := range lines {
@@ -82,11 +85,18 @@ func cmdDebug(s *Server, c *client, args [][]byte, now int64) {
 	case sub == "digest" && len(args) == 2:
 		debugDigest(s, c, now)
 		return
-	case sub == "digest":
+	case sub == "digest" || sub == "sleep" && len(args) != 3:
 		c.writeError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try DEBUG HELP.", args[1]))
 		return
 	case sub == "digest-value":
 		debugDigestValue(s, c, args[2:], now)
+		return
+	case sub == "sleep" && len(args) == 3:
+		// Redis's strtod, what does not parse being 0; only this connection waits.
+		if secs, _ := strconv.ParseFloat(string(args[2]), 64); secs > 0 && secs < 1e9 {
+			time.Sleep(time.Duration(secs * float64(time.Second)))
+		}
+		c.w.WriteString("OK")
 		return
 	case sub != "clock":
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try DEBUG HELP.", args[1]))

@@ -31,6 +31,7 @@ func (s *Server) serveCommand(rc redcon.Conn, cmd redcon.Command) {
 		}
 	}()
 	c.commands.Add(1)
+	c.qbuf = len(cmd.Raw)
 	// The commands of one pipeline share one reading of the clock, wall and monotonic:
 	// a reading is slow under a virtualised clock (BenchmarkClockNow), a visible share
 	// of the CPU of a deep RL.TOKEN pipeline in pprof. Each command's run time, for
@@ -67,6 +68,9 @@ func (s *Server) dispatchSilent(c *client, args [][]byte) {
 // dispatch finds a command and checks its arguments and the connection's right to
 // run it; inside MULTI it queues it, else runs it.
 func (s *Server) dispatch(c *client, args [][]byte) {
+	if c.caching {
+		cachingStep(c, args)
+	}
 	cm := lookup(commandIndex, args[0])
 	if cm == nil {
 		c.refuse(unknownCommand(args))
@@ -118,6 +122,9 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		c.refuse(msg)
 		return
 	}
+	if s.pause.state.Load() != nil {
+		s.waitPause(c, cm) // after the checks, before it is queued or run, as Redis
+	}
 	if c.inMulti && !cm.tx {
 		// Refused now, as Redis refuses it when queued, it dooms the transaction:
 		// EXEC then applies none of it.
@@ -162,11 +169,13 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 		c.writeError(msg)
 		return
 	}
-	c.last.Store(cm)
+	if !c.inExec {
+		c.last.Store(cm) // CLIENT LIST's cmd: EXEC for those it runs, as Redis
+	}
 	cm.stats.calls.Add(1)
-	errs := c.errors.Load()
+	errs, inExec := c.errors.Load(), c.inExec
 	cm.run(s, c, args, c.batchNow)
-	if cm.noMulti || cm.detaches && !c.inExec {
+	if cm.detaches && !inExec {
 		return // it may have handed the connection to a goroutine of its own, which owns c now
 	}
 	if c.errors.Load() != errs {
@@ -186,6 +195,9 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	}
 	if s.mon.n.Load() > 0 {
 		s.feedMonitors(c, cm, args)
+	}
+	if len(c.deferred) > 0 && !c.inExec {
+		c.writeDeferred()
 	}
 	if c.execSub != nil && !c.inExec {
 		s.serveExecSub(c)

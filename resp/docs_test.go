@@ -42,7 +42,7 @@ func TestSyntax(t *testing.T) {
 		{"flushall", "FLUSHALL [ASYNC|SYNC]"},
 		{"hello", "HELLO [protover [AUTH username password] [SETNAME clientname]]"},
 		{"memory|usage", "MEMORY USAGE key [SAMPLES count]"},
-		{"debug", "DEBUG CLOCK SET unix_us|ADVANCE us|REAL|DIGEST|DIGEST-VALUE key [key ...]"},
+		{"debug", "DEBUG CLOCK SET unix_us|ADVANCE us|REAL|DIGEST|DIGEST-VALUE key [key ...]|SLEEP seconds"},
 		{"time", "TIME"},
 	} {
 		if got := lookupFull(tc.name).syntax(); got != tc.want {

@@ -116,6 +116,11 @@ type limitConn struct {
 	// carry is the start of a count line ("*-1") that the next Read completes: it
 	// may be one to skip, which is blanked whole, before redcon sees any of it.
 	carry []byte
+	// in is set when the connection subscribed: its Reads mark when all it received
+	// is served (input.go); read counts the socket's bytes until then.
+	in   *input
+	read uint64
+	free int // room left in redcon's read buffer after the last Read, for CLIENT INFO's qbuf-free
 }
 
 // Read passes on the bytes up to a broken bound; the bad request is then incomplete
@@ -140,7 +145,16 @@ func (c *limitConn) Read(p []byte) (int, error) {
 			n = copy(p, c.carry)
 			c.carry = c.carry[:0]
 			var m int
+			if c.in != nil {
+				c.in.enter()
+			}
 			m, err = c.Conn.Read(p[n:])
+			c.free = len(p) - n - m
+			if c.in != nil {
+				c.in.leave(m)
+			} else {
+				c.read += uint64(m)
+			}
 			n += m
 		}
 		ok, bad := c.scan.feed(p[:n], c.maxBulk, authed)

@@ -37,6 +37,11 @@ type watcher struct {
 // cmdMonitor serves MONITOR: the connection leaves redcon's loop, as a subscriber's
 // does, and from now on receives every command the server runs.
 func cmdMonitor(s *Server, c *client, _ [][]byte, _ int64) {
+	if c.inExec {
+		// Queued in MULTI, as Redis queues it, and refused when EXEC runs it.
+		c.writeError("ERR MONITOR isn't allowed for DENY BLOCKING client")
+		return
+	}
 	sub, first := c.sub, c.sub == nil
 	if first {
 		sub = s.detach(c)

@@ -79,8 +79,12 @@ func cmdExec(s *Server, c *client, _ [][]byte, _ int64) {
 		return
 	}
 	list, dirty := c.multi, c.multiDirty
-	c.inMulti, c.multi = false, nil
-	c.multiLen.Store(-1)
+	c.inMulti = false
+	// While EXEC runs, CLIENT INFO shows the transaction (flags=x, multi=n), as Redis.
+	defer func() {
+		c.multi = nil
+		c.multiLen.Store(-1)
+	}()
 	if dirty {
 		c.writeError(errExecAbort)
 		return

@@ -37,6 +37,7 @@ type subscriber struct {
 	patterns map[string]struct{} // guarded by pubsub.mu
 	watch    *watcher            // set by MONITOR (monitor.go)
 	tracked  map[string]struct{} // keys read under CLIENT TRACKING; guarded by pubsub.mu
+	in       *input              // what it received and has not served (input.go); nil if unknown
 }
 
 // count is how many channels and patterns sub has; pubsub.mu is held.
@@ -76,6 +77,11 @@ func (s *Server) detach(c *client) *subscriber {
 	dc := c.conn.Detach()
 	dc.NetConn().SetReadDeadline(time.Time{}) // no idle timeout for subscribers, as in Redis
 	sub := &subscriber{c: c, dc: dc, channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
+	if lc, ok := dc.NetConn().(*limitConn); ok {
+		// Read from this goroutine until serveDetached starts, then from that one only.
+		sub.in = newInput(lc, lc.read)
+		lc.in = sub.in
+	}
 	c.sub = sub
 	c.conn = dc
 	s.ps.mu.Lock()
@@ -303,13 +309,28 @@ func cmdPublish(s *Server, c *client, args [][]byte, _ int64) {
 		}
 	}
 	s.ps.mu.Unlock()
+	delivered := 0
+	others := targets[:0]
+	for _, t := range targets {
+		if t.sub != c.sub {
+			others = append(others, t)
+			continue
+		}
+		// To itself: after PUBLISH's reply (or EXEC's), as Redis 7.2. Its UNSUBSCRIBE
+		// cannot run meanwhile: it is this connection's own next command.
+		delivered++
+		c.deferPush(func() { writeMessage(c, t.pattern, channel, msg) })
+	}
 	if c.sub != nil {
 		// A detached connection runs its commands holding its own writer's lock: let it
 		// go meanwhile, or two of them publishing to each other would wait for each other.
 		c.sub.wmu.Unlock()
 	}
-	delivered := 0
-	for _, t := range targets {
+	deadline := time.Now().Add(publishWait)
+	for _, t := range others {
+		if t.sub.in != nil {
+			t.sub.in.settle(deadline) // what it received before this PUBLISH first, as Redis
+		}
 		t.sub.wmu.Lock()
 		// Still subscribed? Its UNSUBSCRIBE may have run since the targets were
 		// read: it holds wmu while it runs, so what is seen here holds until the

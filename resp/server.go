@@ -204,6 +204,7 @@ type Server struct {
 	errStats errorStats     // info_stats.go
 	track    tracking       // tracking.go
 	trackers atomic.Int32   // connections with CLIENT TRACKING ON
+	pause    pauses         // CLIENT PAUSE (pause.go)
 
 	acl    *acl.Registry // the users (acl.go, cmd_acl.go)
 	aclLog *acl.Log
@@ -372,6 +373,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.pause.end(nil) // the commands held up run, and their connections close
 	// redcon's accept loops see net.ErrClosed, close all connections and return.
 	var errs []error
 	for _, ln := range []net.Listener{s.ln, s.tlsLn} {

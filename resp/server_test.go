@@ -257,7 +257,9 @@ func TestDebugClock(t *testing.T) {
 			"CLOCK ADVANCE us     Move the clock us microseconds forward and keep it frozen there. " +
 			"CLOCK REAL     Follow the real time again. " +
 			"DIGEST     Output a hex signature representing the current keyspace. " +
-			"DIGEST-VALUE <key> [<key> ...]     Output a hex signature of the values of all the specified keys.]"},
+			"DIGEST-VALUE <key> [<key> ...]     Output a hex signature of the values of all the specified keys. " +
+			"SLEEP <seconds>     Stop this connection for <seconds> (a decimal number), then answer OK.]"},
+		{"DEBUG SLEEP 0", "OK"},
 		{"DEBUG CLOCK REAL", "OK"},
 	})
 	if ts.clock.IsFrozen() {

@@ -152,14 +152,15 @@ func TestReplyOffPushesAsRedis(t *testing.T) {
 }
 
 // TestReplyOffOwnPushesAsRedis: a RESP3 connection under CLIENT REPLY OFF still
-// gets the messages it publishes to itself, though not PUBLISH's reply.
+// gets the messages it publishes to itself, though not PUBLISH's reply. (With the
+// reply, the order is Redis 7.2's, not this 7.0's: TestPushToSelfAfterReply.)
 func TestReplyOffOwnPushesAsRedis(t *testing.T) {
 	redisAddr := testenv.StartRedis(t)
 	rlAddr := testenv.StartServer(t, resp.Config{})
 	compareSession(t, redisAddr, rlAddr, []step{
 		{0, "HELLO 3\r\n", 1},
 		{0, "SUBSCRIBE me\r\nCLIENT REPLY OFF\r\nPUBLISH me hi\r\nPUBLISH other x\r\n", 2},
-		{0, "CLIENT REPLY ON\r\nPUBLISH me again\r\n", 3},
+		{0, "CLIENT REPLY ON\r\nPUBLISH me again\r\n", 1},
 	})
 }
 

@@ -51,10 +51,13 @@ type command struct {
 	keyRead, keyWrite bool
 
 	// Set in the table.
-	tx      bool // MULTI, EXEC, DISCARD: run at once inside MULTI, never queued
-	noMulti bool // refused inside MULTI: it takes the connection over (MONITOR, RLSYNC)
-	// detaches may hand the connection to a goroutine of its own (SUBSCRIBE): outside
-	// EXEC, c is that goroutine's once it ran; inside, once EXEC ends.
+	tx bool // MULTI, EXEC, DISCARD, QUIT, RESET: run at once inside MULTI, never queued
+	// noMulti: refused inside MULTI, flagging the transaction, as Redis's no-multi
+	// commands (SAVE, SHUTDOWN, SYNC, PSYNC) and RLSYNC, which takes the connection over.
+	noMulti bool
+	// detaches may hand the connection to a goroutine of its own (SUBSCRIBE, MONITOR)
+	// or to replication (RLSYNC): outside EXEC, c is no longer this goroutine's once
+	// it ran; inside, once EXEC ends.
 	detaches bool
 }
 

@@ -27,6 +27,13 @@ var connCommands = []*command{
 		run: cmdQuit,
 	},
 	{
+		name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
+		summary: "Make the connection as new (no MULTI, subscription, MONITOR, tracking, CLIENT REPLY OFF or name; RESP2; the default user) and answer RESET.",
+		group:   groupConnection, complexity: "O(1)",
+		tx:  true, // inside MULTI it runs at once, discarding the transaction, as in Redis
+		run: cmdReset,
+	},
+	{
 		name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no-auth"},
 		summary: "Switch to RESP2 or RESP3, optionally authenticate and name the connection; answer the server's details.",
 		group:   groupConnection, complexity: "O(1)",
@@ -102,6 +109,38 @@ var connCommands = []*command{
 				run: cmdClientReply,
 			},
 			{
+				name: "pause", arity: -3, flags: []string{"admin", "noscript", "loading", "stale"},
+				summary: "Hold up the client connections' commands for timeout ms: all of them (ALL, the default) or those that write or publish (WRITE).",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{
+					{name: "timeout", typ: "integer"},
+					{name: "mode", typ: "oneof", optional: true, args: []arg{
+						{name: "write", typ: "pure-token", token: "WRITE"},
+						{name: "all", typ: "pure-token", token: "ALL"},
+					}},
+				},
+				doc: "As Redis's: the commands wait before they run or are queued, CLIENT UNPAUSE among " +
+					"them under ALL; a second PAUSE keeps the later end and the stricter mode. A replica's " +
+					"link is not held up.",
+				run: cmdClientPause,
+			},
+			{
+				name: "unpause", arity: 2, flags: []string{"admin", "noscript", "loading", "stale"},
+				summary: "End CLIENT PAUSE now.",
+				group:   groupConnection, complexity: "O(n) in the connections held up",
+				run: cmdClientUnpause,
+			},
+			{
+				name: "no-evict", arity: 3, flags: []string{"admin", "noscript", "loading", "stale"},
+				summary: "Mark the connection as one client eviction spares (flag e): rlserver evicts no client, so only the flag changes.",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{{name: "enabled", typ: "oneof", args: []arg{
+					{name: "on", typ: "pure-token", token: "ON"},
+					{name: "off", typ: "pure-token", token: "OFF"},
+				}}},
+				run: cmdClientNoEvict,
+			},
+			{
 				name: "tracking", arity: -3, flags: flagsConn,
 				summary: "Client-side caching, Redis's default mode in RESP3: the keys read are invalidated by a push when written (NOLOOP: not by one's own writes).",
 				group:   groupConnection, complexity: "O(1)",
@@ -110,14 +149,28 @@ var connCommands = []*command{
 						{name: "on", typ: "pure-token", token: "ON"},
 						{name: "off", typ: "pure-token", token: "OFF"},
 					}},
+					{name: "optin", typ: "pure-token", token: "OPTIN", optional: true},
+					{name: "optout", typ: "pure-token", token: "OPTOUT", optional: true},
 					{name: "noloop", typ: "pure-token", token: "NOLOOP", optional: true},
 				},
 				doc: "As Redis's default tracking mode: after a read of a key (EXISTS, TYPE, PTTL...) the " +
 					"connection gets `invalidate [key]` as a RESP3 push when a command next writes that key, " +
-					"and `invalidate null` on FLUSHALL. REDIRECT, BCAST, PREFIX, OPTIN and OPTOUT are refused. " +
+					"and `invalidate null` on FLUSHALL. OPTIN tracks only the reads of the command (or " +
+					"transaction) after `CLIENT CACHING yes`, OPTOUT all but those after `CLIENT CACHING no`. " +
+					"REDIRECT, BCAST and PREFIX are refused. " +
 					"A key that disappears by itself (its state fresh again) sends no invalidation.",
 				detaches: true,
 				run:      cmdClientTracking,
+			},
+			{
+				name: "caching", arity: 3, flags: []string{"noscript", "loading", "stale"},
+				summary: "Under CLIENT TRACKING OPTIN (yes) or OPTOUT (no): track, or not, the keys the next command or transaction reads.",
+				group:   groupConnection, complexity: "O(1)",
+				args: []arg{{name: "mode", typ: "oneof", args: []arg{
+					{name: "yes", typ: "pure-token", token: "YES"},
+					{name: "no", typ: "pure-token", token: "NO"},
+				}}},
+				run: cmdClientCaching,
 			},
 			{
 				name: "setinfo", arity: 4, flags: flagsConn,

@@ -147,8 +147,8 @@ var serverCommands = []*command{
 			"HELLO's credentials read `(redacted)`. Lines are queued for the watcher and written by a " +
 			"goroutine of its own, so a slow watcher holds up no command; one that falls 32 MB behind is " +
 			"disconnected. Nobody watching costs one atomic load a command.",
-		noMulti: true,
-		run:     cmdMonitor,
+		detaches: true,
+		run:      cmdMonitor,
 	},
 	{
 		name: "info", arity: -1, flags: []string{"loading", "stale"},
@@ -170,7 +170,8 @@ var serverCommands = []*command{
 		doc: "Written as the background saves are: shard by shard, each under its own lock for the " +
 			"time it takes to encode it, so requests go on meanwhile; into a temporary file that is " +
 			"synced and renamed over the snapshot. Without `-snapshot`, an error.",
-		run: cmdSave,
+		noMulti: true,
+		run:     cmdSave,
 	},
 	{
 		name: "lastsave", arity: 1, flags: []string{"loading", "stale", "fast"},
@@ -189,7 +190,8 @@ var serverCommands = []*command{
 			{name: "nosave", typ: "pure-token", token: "NOSAVE"},
 			{name: "save", typ: "pure-token", token: "SAVE"},
 		}}},
-		run: cmdShutdown,
+		noMulti: true,
+		run:     cmdShutdown,
 	},
 	{
 		name: "function", arity: -2,
@@ -214,7 +216,8 @@ var serverCommands = []*command{
 			"as Redis does without `enable-debug-command`. `DIGEST-VALUE key ...` answers each key's " +
 			"state digest (40 hex digits, all 0 for an absent key; its kind, words and log or lease " +
 			"set, not its expiry), as redis-cli compares two keys' values by; `DIGEST` the whole " +
-			"keyspace's, names included (40 zeros when empty).",
+			"keyspace's, names included (40 zeros when empty). `SLEEP seconds` holds up the calling " +
+			"connection only (Redis stops the whole server), as introspection.tcl's CLIENT KILL MAXAGE needs.",
 		args: []arg{{name: "subcommand", typ: "oneof", args: []arg{
 			{name: "clock", typ: "block", args: []arg{
 				{name: "clock", typ: "pure-token", token: "CLOCK"},
@@ -229,6 +232,7 @@ var serverCommands = []*command{
 				{name: "digest-value", typ: "pure-token", token: "DIGEST-VALUE"},
 				{name: "key", typ: "key", multiple: true},
 			}},
+			{name: "seconds", typ: "double", token: "SLEEP"},
 		}}},
 		run: cmdDebug,
 	},

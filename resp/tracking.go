@@ -11,13 +11,14 @@ import (
 // writes one runs, it pushes ["invalidate", [key]] to that connection, once, then
 // forgets it; FLUSHALL pushes ["invalidate", null]. A tracking connection leaves
 // redcon's loop, as a subscriber does (pubsub.go), so pushes reach it between its
-// own commands. Not done: BCAST, PREFIX, OPTIN, OPTOUT and REDIRECT (refused), nor
-// an invalidation when a key disappears by itself, its state fresh again (its
+// own commands. OPTIN and OPTOUT are Redis's: CLIENT CACHING yes or no decides for
+// the next command or transaction. Not done: BCAST, PREFIX and REDIRECT (refused),
+// nor an invalidation when a key disappears by itself, its state fresh again (its
 // EXISTS may then stay cached as 1 until the key is next written).
 
 // errTrackingOption refuses the options rlserver does not implement.
-const errTrackingOption = "ERR rlserver supports CLIENT TRACKING ON|OFF [NOLOOP] only: " +
-	"no REDIRECT, BCAST, PREFIX, OPTIN or OPTOUT"
+const errTrackingOption = "ERR rlserver supports CLIENT TRACKING ON|OFF [OPTIN|OPTOUT] [NOLOOP] only: " +
+	"no REDIRECT, BCAST or PREFIX"
 
 // tracking is the server's table of tracked keys.
 type tracking struct {
@@ -37,12 +38,16 @@ func cmdClientTracking(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError(errSyntax)
 		return
 	}
-	noLoop := false
+	noLoop, optIn, optOut := false, false, false
 	for _, a := range args[3:] {
 		switch strings.ToLower(string(a)) {
 		case "noloop":
 			noLoop = true
-		case "redirect", "bcast", "prefix", "optin", "optout":
+		case "optin":
+			optIn = true
+		case "optout":
+			optOut = true
+		case "redirect", "bcast", "prefix":
 			c.writeError(errTrackingOption)
 			return
 		default:
@@ -57,10 +62,20 @@ func cmdClientTracking(s *Server, c *client, args [][]byte, _ int64) {
 		if c.trackingOn.Swap(false) {
 			s.trackers.Add(-1)
 		}
+		c.trackOptIn, c.trackOptOut, c.caching, c.cachingNext = false, false, false, false
 		c.w.WriteString("OK")
 		return
 	}
-	c.trackNoLoop = noLoop
+	if optIn && optOut {
+		c.writeError("ERR You can't specify both OPTIN mode and OPTOUT mode")
+		return
+	}
+	if c.trackingOn.Load() && (optIn && c.trackOptOut || optOut && c.trackOptIn) {
+		c.writeError("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, " +
+			"and then re-enabling it with a different mode.")
+		return
+	}
+	c.trackNoLoop, c.trackOptIn, c.trackOptOut = noLoop, optIn, optOut
 	if !c.trackingOn.Swap(true) {
 		s.trackers.Add(1)
 	}
@@ -78,6 +93,46 @@ func cmdClientTracking(s *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
+// cmdClientCaching serves CLIENT CACHING YES|NO, as Redis's: under OPTIN, yes tracks
+// the reads of the next command (or transaction); under OPTOUT, no leaves them out.
+func cmdClientCaching(_ *Server, c *client, args [][]byte, _ int64) {
+	if !c.trackingOn.Load() {
+		c.writeError("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
+		return
+	}
+	switch strings.ToLower(string(args[2])) {
+	case "yes":
+		if !c.trackOptIn {
+			c.writeError("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+			return
+		}
+	case "no":
+		if !c.trackOptOut {
+			c.writeError("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+			return
+		}
+	default:
+		c.writeError(errSyntax)
+		return
+	}
+	c.caching, c.cachingNext = true, true
+	c.w.WriteString("OK")
+}
+
+// cachingStep runs before each command while CLIENT CACHING is given: it holds for
+// the command after it, and through a transaction and CLIENT commands, as Redis's
+// resetClient clears it after any other command outside MULTI.
+func cachingStep(c *client, args [][]byte) {
+	if !c.cachingNext {
+		c.caching = false
+		return
+	}
+	name := args[0]
+	c.cachingNext = bytes.EqualFold(name, []byte("client")) ||
+		c.inMulti && !bytes.EqualFold(name, []byte("exec")) && !bytes.EqualFold(name, []byte("discard")) ||
+		bytes.EqualFold(name, []byte("multi"))
+}
+
 // trackCommand records the keys a tracking connection read, and invalidates those a
 // write changed, after the command ran. Only a command with keys, or FLUSHALL, calls.
 func (s *Server) trackCommand(c *client, cm *command, args [][]byte) {
@@ -93,7 +148,7 @@ func (s *Server) trackCommand(c *client, cm *command, args [][]byte) {
 		s.invalidate(c, keys, false)
 		return
 	}
-	if !c.trackingOn.Load() || c.sub == nil {
+	if !c.trackingOn.Load() || c.sub == nil || c.trackOptIn && !c.caching || c.trackOptOut && c.caching {
 		return
 	}
 	s.ps.mu.Lock()
@@ -141,7 +196,7 @@ func (s *Server) invalidate(from *client, keys [][]byte, all bool) {
 	if ks, ok := targets[own]; ok && own != nil {
 		delete(targets, own)
 		if !from.trackNoLoop {
-			writeInvalidate(from, ks, all)
+			from.deferPush(func() { writeInvalidate(from, ks, all) })
 		}
 	}
 	if len(targets) == 0 {
