@@ -77,6 +77,11 @@ type param struct {
 	// def is the default value: CONFIG REWRITE adds a directive the file lacks only
 	// when its value differs. Empty for parameters CONFIG REWRITE leaves to the file.
 	def string
+	// fixed marks what Redis too fixes at start (databases, cluster-enabled…):
+	// CONFIG SET refuses it even to its value. The other parameters without set
+	// (port, save, tls-*…) take their value, changing nothing, as Redis's
+	// introspection.tcl "CONFIG sanity" asks of every parameter Redis can change.
+	fixed bool
 }
 
 // errImmutable is CONFIG SET's reason for a parameter fixed at start.
@@ -104,7 +109,7 @@ var params = []param{
 			t.core.MaxMemoryPolicy, err = store.ParsePolicy(v)
 			return err
 		}},
-	{name: "databases", get: constant("1")},
+	{name: "databases", get: constant("1"), fixed: true},
 	{name: "bind", get: func(s *Server, _ *tunables) string { h, _ := hostPort(s.Addr()); return h }},
 	{name: "port", get: func(s *Server, _ *tunables) string { _, p := hostPort(s.Addr()); return p }},
 	{name: "timeout", def: "0",
@@ -191,15 +196,15 @@ var params = []param{
 	{name: "tls-ca-cert-file", get: func(s *Server, _ *tunables) string { return s.cfg.TLSCACertFile }},
 	{name: "tls-auth-clients", get: func(s *Server, _ *tunables) string { return s.cfg.TLSAuthClients }},
 	{name: "protected-mode", get: constant("no")},
-	{name: "cluster-enabled", get: func(s *Server, _ *tunables) string { return yesNo(s.cfg.Cluster != nil) }},
-	{name: "enable-debug-command", get: func(s *Server, _ *tunables) string { return yesNo(s.cfg.EnableDebugCommand) }},
+	{name: "cluster-enabled", get: func(s *Server, _ *tunables) string { return yesNo(s.cfg.Cluster != nil) }, fixed: true},
+	{name: "enable-debug-command", get: func(s *Server, _ *tunables) string { return yesNo(s.cfg.EnableDebugCommand) }, fixed: true},
 	{name: "shards", get: func(s *Server, _ *tunables) string { return strconv.Itoa(s.cfg.Shards) }},
 	{name: "max-log-limit", get: func(s *Server, _ *tunables) string { return strconv.FormatInt(s.cfg.MaxLogLimit, 10) }},
-	{name: "replicaof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }},
-	{name: "slaveof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }}, // Redis's alias
+	{name: "replicaof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }, fixed: true},
+	{name: "slaveof", get: func(s *Server, _ *tunables) string { return strings.Join(s.replicaOfArgs(), " ") }, fixed: true}, // Redis's alias
 	{name: "masterauth", get: func(s *Server, _ *tunables) string { return s.cfg.MasterAuth }},
 	{name: "masteruser", get: func(s *Server, _ *tunables) string { return s.cfg.MasterUser }},
-	{name: "aclfile", get: func(s *Server, _ *tunables) string { return s.cfg.ACLFile }},
+	{name: "aclfile", get: func(s *Server, _ *tunables) string { return s.cfg.ACLFile }, fixed: true},
 	{name: "snapshot", get: func(s *Server, _ *tunables) string { return s.cfg.SnapshotPath }},
 }
 
@@ -307,8 +312,9 @@ func (s *Server) parseConfig(pairs [][]byte, draft *tunables) error {
 		switch {
 		case seen[p]:
 			err = errors.New("duplicate parameter")
-		case p.set == nil:
+		case p.set == nil && (p.fixed || p.get(s, draft) != string(pairs[i+1])):
 			err = errImmutable
+		case p.set == nil: // its value: nothing to change
 		default:
 			err = p.set(s, draft, string(pairs[i+1]))
 		}

@@ -28,6 +28,10 @@ func TestConfigSet(t *testing.T) {
 	}
 	run(t, rdb, []call{
 		{"CONFIG SET port 7000", "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"},
+		// What Redis too fixes at start is refused even to its value.
+		{"CONFIG SET databases 1", "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config"},
+		{"CONFIG SET cluster-enabled no", "ERR CONFIG SET failed (possibly related to argument 'cluster-enabled') - can't set immutable config"},
+		{"CONFIG SET save x maxclients 5", "ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config"},
 		{"CONFIG SET nosuch 1", "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'"},
 		{"CONFIG SET maxclients 5 timeout", "ERR wrong number of arguments for 'config|set' command"},
 		{"CONFIG SET maxclients abc", "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer"},
@@ -45,6 +49,13 @@ func TestConfigSet(t *testing.T) {
 	if got := do(rdb, all); got != before {
 		t.Fatalf("after refused CONFIG SETs: %s\nwant %s", got, before)
 	}
+	// What Redis can change and rlserver fixes at start takes the value it has,
+	// changing nothing (introspection.tcl's "CONFIG sanity" sets every parameter so).
+	port := ts.addr[strings.LastIndex(ts.addr, ":")+1:]
+	run(t, rdb, []call{
+		{"CONFIG SET port " + port + " appendonly no", "OK"},
+		{"CONFIG GET port", "[port " + port + "]"},
+	})
 	run(t, rdb, []call{
 		{"CONFIG SET MAXCLIENTS 50 maxmemory 2mb maxmemory-policy noeviction timeout 30 loglevel warning " +
 			"snapshot-interval 250ms slowlog-log-slower-than 5 slowlog-max-len 3", "OK"},
