@@ -38,6 +38,7 @@ type client struct {
 	silent      bool
 	silentFrom  int
 	trackNoLoop bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
+	asking      bool // ASKING: the next command may use a slot being moved here
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool

@@ -53,6 +53,9 @@ type command struct {
 	// Set in the table.
 	tx      bool // MULTI, EXEC, DISCARD: run at once inside MULTI, never queued
 	noMulti bool // refused inside MULTI: it takes the connection over (MONITOR, RLSYNC)
+	// asking runs in a slot being moved here without ASKING before it, as Redis's
+	// CMD_ASKING (RESTORE-ASKING).
+	asking bool
 	// detaches may hand the connection to a goroutine of its own (SUBSCRIBE): outside
 	// EXEC, c is that goroutine's once it ran; inside, once EXEC ends.
 	detaches bool
