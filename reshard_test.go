@@ -306,4 +306,3 @@ func expectDrained(t *testing.T, cc *redis.ClusterClient, keys int) {
 		}
 	}
 }
-
