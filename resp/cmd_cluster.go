@@ -43,7 +43,7 @@ func (s *Server) route(c *client, cm *command, slot uint16, keys [][]byte, step 
 	mine := t.Owns(slot)
 	to, migrating := t.Migrating(slot)
 	importing := !mine && t.Importing(slot)
-	if mine && !migrating {
+	if mine && !migrating || cm.locksSlots && (migrating || importing) {
 		return ""
 	}
 	present, missing := 0, 0
@@ -118,7 +118,7 @@ func commandSlot(cm *command, args [][]byte) (slot int, n int) {
 // the read side of the slot's lock, which MIGRATE takes to move keys (cmd_migrate.go):
 // a call never runs on a key half moved. It returns the lock to release, or nil.
 func (s *Server) lockSlot(cm *command, args [][]byte) *sync.RWMutex {
-	if s.cfg.Cluster == nil || s.cfg.Cluster.Static() || cm.firstKey == 0 && cm.keys == nil {
+	if s.cfg.Cluster == nil || s.cfg.Cluster.Static() || cm.firstKey == 0 && cm.keys == nil || cm.locksSlots {
 		return nil
 	}
 	slot, n := commandSlot(cm, args)

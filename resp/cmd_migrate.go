@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,6 +23,7 @@ import (
 const (
 	errMigrateKeysArg = "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"
 	errMigrateConnect = "IOERR error or timeout connecting to the client"
+	errMigrateWrite   = "IOERR error or timeout writing to target instance"
 	errMigrateRead    = "IOERR error or timeout reading to target instance"
 )
 
@@ -74,6 +76,19 @@ func parseMigrate(args [][]byte) (m migrateArgs, msg string) {
 	return m, ""
 }
 
+// migrateKeys are MIGRATE's keys, as Redis's key specs find them: the key
+// argument, or those after KEYS when it is empty; none when the arguments are bad.
+func migrateKeys(args [][]byte) [][]byte {
+	m, msg := parseMigrate(args)
+	if msg != "" {
+		return nil
+	}
+	if len(m.keys) == 1 && len(m.keys[0]) == 0 {
+		return nil
+	}
+	return m.keys
+}
+
 // cmdMigrate serves MIGRATE to another rlserver.
 func cmdMigrate(s *Server, c *client, args [][]byte, now int64) {
 	m, msg := parseMigrate(args)
@@ -108,7 +123,13 @@ func cmdMigrate(s *Server, c *client, args [][]byte, now int64) {
 	defer cancel()
 	rdb := s.migrateClient(m)
 	if err := rdb.Ping(ctx).Err(); err != nil && !isRedisError(err) {
-		c.writeError(errMigrateConnect)
+		// A refused connection shows in Redis's non-blocking connect as a failed
+		// write; a connection that never completes as the connect's timeout.
+		msg := errMigrateConnect
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			msg = errMigrateWrite
+		}
+		c.writeError(msg)
 		return
 	}
 	pipe := rdb.Pipeline()

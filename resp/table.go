@@ -53,6 +53,9 @@ type command struct {
 	// Set in the table.
 	tx      bool // MULTI, EXEC, DISCARD: run at once inside MULTI, never queued
 	noMulti bool // refused inside MULTI: it takes the connection over (MONITOR, RLSYNC)
+	// locksSlots takes its keys' slot locks itself, and runs in a slot being moved
+	// from or to this node whatever its keys (MIGRATE, as Redis's getNodeByQuery).
+	locksSlots bool
 	// asking runs in a slot being moved here without ASKING before it, as Redis's
 	// CMD_ASKING (RESTORE-ASKING).
 	asking bool

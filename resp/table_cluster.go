@@ -188,7 +188,9 @@ var clusterCommands = []*command{
 			{name: "copy", typ: "pure-token", token: "COPY", optional: true},
 			{name: "replace", typ: "pure-token", token: "REPLACE", optional: true},
 			{name: "keys", typ: "key", token: "KEYS", optional: true, multiple: true}},
-		run: cmdMigrate,
+		keys:       migrateKeys,
+		locksSlots: true,
+		run:        cmdMigrate,
 	},
 	{
 		name: "restore-asking", arity: -4, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, keyStep: 1,
