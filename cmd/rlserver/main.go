@@ -120,7 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.clusterNodes, "cluster-nodes", "", "cluster mode: every node's `host:port` (or host:port@first-last slots), comma-separated, the same list on every node; empty: standalone")
 	fs.IntVar(&o.clusterSelf, "cluster-self", 0, "cluster mode: this node's `index` in -cluster-nodes, from 0")
 	fs.BoolVar(&o.clusterEnabled, "cluster-enabled", false, "cluster mode as Redis's: start a node owning no slot, which redis-cli --cluster create, add-node and reshard build the cluster of")
-	fs.StringVar(&o.clusterConfigFile, "cluster-config-file", "nodes.conf", "-cluster-enabled: the `file` the node keeps its view of the cluster in (Redis's nodes.conf format), read at start")
+	fs.StringVar(&o.clusterConfigFile, "cluster-config-file", "", "-cluster-enabled: the `file` the node keeps its view of the cluster in (Redis's nodes.conf format), read at start; empty: nodes.conf")
 	fs.StringVar(&o.clusterAnnounceIP, "cluster-announce-ip", "", "-cluster-enabled: the `ip` the other nodes and the clients reach this node at; empty: -addr's host, or 127.0.0.1 for a wildcard")
 	fs.StringVar(&o.cfg.ReplicaOf, "replicaof", "", "start as a replica of the rlserver at `host:port` (REPLICAOF); empty: a primary")
 	fs.Var((*usersFlag)(&o.cfg.Users), "user", "an ACL `user`: its name then its rules, as Redis's user directive (\"alice on >pass ~tenantA:* +@ratelimit\"); once per user")
@@ -554,5 +554,5 @@ func openCluster(opts options) (*cluster.Topology, error) {
 	if opts.clusterAnnounceIP != "" {
 		host = opts.clusterAnnounceIP
 	}
-	return cluster.Open(opts.clusterConfigFile, host, p)
+	return cluster.Open(cmp.Or(opts.clusterConfigFile, "nodes.conf"), host, p)
 }
