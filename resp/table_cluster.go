@@ -69,7 +69,7 @@ var clusterCommands = []*command{
 			},
 			{
 				name: "info", arity: 2, flags: []string{"loading", "stale"},
-				summary: "Describe the cluster in CLUSTER INFO's lines: state ok, every slot assigned, the node count and epochs.",
+				summary: "Describe the cluster in CLUSTER INFO's lines: state ok once every slot is assigned, the node count and epochs.",
 				group:   groupCluster, complexity: "O(1)",
 				run: cmdClusterInfo,
 			},
@@ -82,7 +82,7 @@ var clusterCommands = []*command{
 			},
 			{
 				name: "myid", arity: 2, flags: []string{"loading", "stale"},
-				summary: "Answer this node's id: the SHA-1 of its host:port in -cluster-nodes, in hex.",
+				summary: "Answer this node's id: the SHA-1 of its host:port in -cluster-nodes, or its own random one (-cluster-enabled).",
 				group:   groupCluster, complexity: "O(1)",
 				run: cmdClusterMyID,
 			},
@@ -152,15 +152,19 @@ var clusterCommands = []*command{
 				name: "slots", arity: 2, flags: []string{"loading", "stale"},
 				summary: "Map slot ranges to nodes: first slot, last slot, [host, port, id]; cluster clients route by it.",
 				group:   groupCluster, complexity: "O(n) in the nodes",
-				doc: "Cluster mode: start every node with the same `-cluster-nodes host:port,host:port,...` " +
-					"and its own index in that list as `-cluster-self`. The 16384 slots are split evenly in " +
-					"the order given, or as given (`host:port@first-last` for every node). A node runs a " +
+				doc: "Cluster mode: start every node with `-cluster-enabled` and build the cluster with " +
+					"`redis-cli --cluster create`, `add-node`, `reshard` and `rebalance`, as a Redis Cluster " +
+					"(docs/scaling.md); or start every node with the same `-cluster-nodes host:port,...` and its " +
+					"own index in that list as `-cluster-self`, a fixed topology: the 16384 slots split evenly " +
+					"in the order given, or as given (`host:port@first-last` for every node). A node runs a " +
 					"command only when its keys hash to one of its own slots; it answers " +
 					"`MOVED <slot> <host>:<port>` for another node's key and `CROSSSLOT Keys in request " +
 					"don't hash to the same slot` for keys of several slots (DEL, EXISTS, RL.ALL: give related " +
 					"keys one `{hash tag}`). Commands without keys (SCAN, DBSIZE, FLUSHALL, ...) work on the " +
-					"node's own keys. The topology is static: the nodes never talk, and resharding is a " +
-					"restart with a new one. Without cluster mode, every CLUSTER subcommand, READONLY and " +
+					"node's own keys. A slot being moved answers `ASK <slot> <host>:<port>` for the keys " +
+					"already gone, and `TRYAGAIN` for a multi-key call with some keys gone. A -cluster-nodes " +
+					"topology never changes: resharding it is a restart with a new one. Without cluster mode, " +
+					"every CLUSTER subcommand, READONLY and " +
 					"READWRITE answer `ERR This instance has cluster support disabled`.",
 				run: cmdClusterSlots,
 			},
