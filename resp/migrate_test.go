@@ -85,6 +85,7 @@ func TestMigrateUnderCalls(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{a.Options().Addr}})
 	defer cc.Close()
 	var calls, bad atomic.Int64
+	var counted [keys]atomic.Int64 // the calls each counting key admitted
 	var first atomic.Value
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -103,6 +104,15 @@ func TestMigrateUnderCalls(t *testing.T) {
 				if err != nil || v[0] != int64(0) {
 					bad.Add(1)
 					first.CompareAndSwap(nil, fmt.Sprint(v, err))
+				}
+				// A counting key beside it, in its slot: a call lost in the move
+				// would leave its count below the calls admitted.
+				v, err = cc.Do(ctx, "RL.FIXED", fmt.Sprintf("{m%d}:n", i%keys), 1_000_000, 600000).Slice()
+				if err != nil || v[0] != int64(1) {
+					bad.Add(1)
+					first.CompareAndSwap(nil, fmt.Sprint(v, err))
+				} else {
+					counted[i%keys].Add(1)
 				}
 			}
 		}()
@@ -145,8 +155,17 @@ func TestMigrateUnderCalls(t *testing.T) {
 	if bad.Load() != 0 || calls.Load() == 0 {
 		t.Fatalf("%d calls, %d admitted or failed; first: %v", calls.Load(), bad.Load(), first.Load())
 	}
-	if n, _ := b.DBSize(ctx).Result(); n != keys {
-		t.Fatalf("b holds %d keys, want %d", n, keys)
+	if n, _ := b.DBSize(ctx).Result(); n != 2*keys {
+		t.Fatalf("b holds %d keys, want %d", n, 2*keys)
+	}
+	for i := range keys {
+		v, err := b.Do(ctx, "RL.FIXED", fmt.Sprintf("{m%d}:n", i), 1_000_000, 600000, "COST", 0, "PEEK").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used := 1_000_000 - v[2].(int64); used != counted[i].Load() {
+			t.Errorf("{m%d}:n counts %d calls, %d were admitted", i, used, counted[i].Load())
+		}
 	}
 	if n, _ := a.DBSize(ctx).Result(); n != 0 {
 		t.Fatalf("a holds %d keys, want 0", n)
