@@ -2,10 +2,12 @@ package store
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/zeebo/xxh3"
 )
 
 // TestPartition: keys are found by partition, as created, deleted, evicted by
@@ -61,4 +63,29 @@ func TestPartition(t *testing.T) {
 	if n := s.CountPartition(2, later) + s.CountPartition(1, later); n != 0 {
 		t.Fatalf("after Flush: %d keys", n)
 	}
+}
+
+// TestPartitionBytes bounds the Go heap the partition index takes: 1M keys of a
+// fixed window over 16384 partitions (cluster mode's slots), at most 24 bytes a key.
+func TestPartitionBytes(t *testing.T) {
+	part := func(key []byte) uint16 { return uint16(xxh3.Hash(key) & 16383) }
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := newStore(t, Config{Partition: part})
+	r := request(algo.KindFixed, 5, 3600*sec)
+	const keys = 1_000_000
+	for i := range keys {
+		if _, err := s.Do([]byte(fmt.Sprintf("user:%010d", i)), r, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perKey := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / keys
+	t.Logf("%d bytes of Go heap a key", perKey)
+	if perKey > 24 {
+		t.Fatalf("the partition index takes %d bytes of Go heap a key, want at most 24", perKey)
+	}
+	runtime.KeepAlive(s)
 }

@@ -38,10 +38,11 @@ type shard struct {
 	expired, evicted uint64
 	changed          uint64 // Stats.Changed
 
-	// partOf is Config.Partition; parts are the slots of each partition's keys
-	// (partition.go).
-	partOf func(key []byte) uint16
-	parts  map[uint16]map[uint32]struct{}
+	// partOf is Config.Partition; parts are the record slots of each partition's
+	// keys, partPos each record's place in its list, by slab and record (partition.go).
+	partOf  func(key []byte) uint16
+	parts   map[uint16][]uint32
+	partPos [len(slabClasses)][]uint32
 
 	budget  int64 // Config.MaxMemory / shards; 0: no bound
 	noEvict bool  // PolicyNoEviction
@@ -510,6 +511,7 @@ func (sh *shard) release() {
 	sh.inUse = 0
 	sh.live = 0
 	sh.parts = nil
+	sh.partPos = [len(slabClasses)][]uint32{}
 	sh.chunks.releaseAll()
 }
 
