@@ -184,8 +184,9 @@ func cmdClusterMeet(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError(fmt.Sprintf("ERR Invalid TCP base port specified: %s", args[3]))
 		return
 	}
+	cport := port + 10000 // Redis's CLUSTER_PORT_INCR
 	if len(args) == 5 {
-		if _, ok := parseInt64(args[4]); !ok {
+		if cport, ok = parseInt64(args[4]); !ok {
 			c.writeError(fmt.Sprintf("ERR Invalid TCP bus port specified: %s", args[4]))
 			return
 		}
@@ -194,7 +195,8 @@ func cmdClusterMeet(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError("ERR wrong number of arguments for 'cluster|meet' command")
 		return
 	}
-	if net.ParseIP(string(args[2])) == nil || port < 0 || port > 65535-10000 {
+	// As Redis's clusterStartHandshake: an IP, and both ports from 1 to 65535.
+	if net.ParseIP(string(args[2])) == nil || port <= 0 || port > 65535 || cport <= 0 || cport > 65535 {
 		c.writeError(fmt.Sprintf("ERR Invalid node address specified: %s:%s", args[2], args[3]))
 		return
 	}
