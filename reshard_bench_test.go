@@ -29,7 +29,7 @@ func BenchmarkReshard(b *testing.B) {
 	needBinaries(b)
 	cli := testenv.RedisTool(b, "redis-cli")
 	for range b.N {
-		nodes := startEnabled(b, 2)
+		nodes := startEnabled(b, 2, "")
 		ctx := context.Background()
 		a, n := nodes[0].proc.client, nodes[1].proc.client
 		if err := a.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {

@@ -24,7 +24,7 @@ func TestClusterBadInputAsRedis(t *testing.T) {
 	needServer(t)
 	cli := testenv.RedisTool(t, "redis-cli")
 	redisAddrs := testenv.StartRedisCluster(t, 3)
-	nodes := startEnabled(t, 3)
+	nodes := startEnabled(t, 3, "")
 	rlAddrs := []string{nodes[0].addr, nodes[1].addr, nodes[2].addr}
 	redisCLI(t, cli, append(append([]string{"--cluster", "create"}, rlAddrs...), "--cluster-yes")...)
 	waitKnown(t, nodes, 3)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ const reshardKeysPerNode = 10_000
 // (nodes.conf and the snapshot), process, and the time its clock is frozen at.
 type enabledNode struct {
 	addr, dir string
+	password  string // -requirepass, if any
 	proc      *process
 	frozen    int64
 }
@@ -33,10 +35,18 @@ type enabledNode struct {
 // start runs the node's rlserver, from its directory's nodes.conf and snapshot, and
 // freezes its clock (DEBUG CLOCK SET).
 func (n *enabledNode) start() error {
-	p, err := startNode(n.addr, "-cluster-enabled", "-cluster-config-file", filepath.Join(n.dir, "nodes.conf"),
-		"-snapshot", filepath.Join(n.dir, "dump.rls"))
+	args := []string{"-cluster-enabled", "-cluster-config-file", filepath.Join(n.dir, "nodes.conf"),
+		"-snapshot", filepath.Join(n.dir, "dump.rls")}
+	if n.password != "" {
+		args = append(args, "-requirepass", n.password)
+	}
+	p, err := startNode(n.addr, args...)
 	if err != nil {
 		return err
+	}
+	if n.password != "" {
+		p.client.Close()
+		p.client = redis.NewClient(&redis.Options{Addr: n.addr, Password: n.password, MaxRetries: -1})
 	}
 	n.proc = p
 	return p.client.Do(context.Background(), "DEBUG", "CLOCK", "SET", n.frozen).Err()
@@ -53,8 +63,9 @@ func frozenClock() int64 {
 	return (time.Now().UnixMicro()/window+1)*window + window/2
 }
 
-// startEnabled starts n empty -cluster-enabled nodes, stopped when t ends.
-func startEnabled(t testing.TB, n int) []*enabledNode {
+// startEnabled starts n empty -cluster-enabled nodes, with password as their
+// -requirepass if not empty, stopped when t ends.
+func startEnabled(t testing.TB, n int, password string) []*enabledNode {
 	t.Helper()
 	addrs, err := launch.FreeAddrs(n)
 	if err != nil {
@@ -63,7 +74,7 @@ func startEnabled(t testing.TB, n int) []*enabledNode {
 	nodes := make([]*enabledNode, n)
 	frozen := frozenClock()
 	for i, a := range addrs {
-		nodes[i] = &enabledNode{addr: a, dir: t.TempDir(), frozen: frozen}
+		nodes[i] = &enabledNode{addr: a, dir: t.TempDir(), password: password, frozen: frozen}
 		if err := nodes[i].start(); err != nil {
 			t.Fatal(err)
 		}
@@ -93,11 +104,12 @@ func redisCLI(t testing.TB, cli string, args ...string) string {
 // tail is the end of a long output.
 func tail(s string) string { return s[max(0, len(s)-3000):] }
 
-// clusterCheck runs redis-cli --cluster check against addr and requires it to find
-// nothing wrong: every node agreeing, no open slot, every slot covered.
-func clusterCheck(t *testing.T, cli, addr string) {
+// clusterCheck runs redis-cli --cluster check against the address last in args,
+// the options before it, and requires it to find nothing wrong: every node
+// agreeing, no open slot, every slot covered.
+func clusterCheck(t *testing.T, cli string, args ...string) {
 	t.Helper()
-	out := redisCLI(t, cli, "--cluster", "check", addr)
+	out := redisCLI(t, cli, slices.Concat(args[:len(args)-1], []string{"--cluster", "check", args[len(args)-1]})...)
 	for _, want := range []string{"[OK] All nodes agree about slots configuration.", "[OK] All 16384 slots covered."} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("--cluster check: no %q:\n%s", want, tail(out))
@@ -220,7 +232,7 @@ func (h *hammer) finish(t *testing.T, what string) {
 func TestReshard(t *testing.T) {
 	needServer(t)
 	cli := testenv.RedisTool(t, "redis-cli")
-	nodes := startEnabled(t, 4)
+	nodes := startEnabled(t, 4, "")
 	addrs := []string{nodes[0].addr, nodes[1].addr, nodes[2].addr}
 	out := redisCLI(t, cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-yes")...)
 	if !strings.Contains(out, "[OK] All 16384 slots covered.") {
@@ -366,14 +378,18 @@ func expectDrained(t *testing.T, cc *redis.ClusterClient, keys int) {
 // leaves a slot open (MIGRATING on one node, IMPORTING on the other, its keys
 // split between them), then runs redis-cli --cluster fix: afterwards the cluster
 // checks OK, no key is lost or doubled, and every drained key is still drained.
+// The nodes have a password, as in production: redis-cli sends it (-a) and MIGRATE
+// carries it (AUTH), and the nodes' table exchange uses it.
 func TestReshardFix(t *testing.T) {
 	needServer(t)
 	cli := testenv.RedisTool(t, "redis-cli")
-	nodes := startEnabled(t, 4)
+	const password = "s3cret"
+	nodes := startEnabled(t, 4, password)
 	addrs := []string{nodes[0].addr, nodes[1].addr, nodes[2].addr}
-	redisCLI(t, cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-yes")...)
+	auth := []string{"-a", password, "--no-auth-warning"}
+	redisCLI(t, cli, slices.Concat(auth, []string{"--cluster", "create"}, addrs, []string{"--cluster-yes"})...)
 	const keys = 20_000 // some 1.2 keys a slot: a slot open at the kill has keys on both sides
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64, Password: password})
 	t.Cleanup(func() { cc.Close() })
 	ctx := context.Background()
 	cmds, err := cc.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -392,24 +408,40 @@ func TestReshardFix(t *testing.T) {
 			t.Fatalf("draining: %v %v", v, err)
 		}
 	}
-	redisCLI(t, cli, "--cluster", "add-node", nodes[3].addr, addrs[0])
+	redisCLI(t, cli, slices.Concat(auth, []string{"--cluster", "add-node", nodes[3].addr, addrs[0]})...)
 	waitKnown(t, nodes, 4)
 	newID, err := nodes[3].proc.client.ClusterMyID(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reshard := exec.Command(cli, "--cluster", "reshard", addrs[0], "--cluster-from", "all", "--cluster-to", newID,
-		"--cluster-slots", "4096", "--cluster-yes")
+	reshard := exec.Command(cli, slices.Concat(auth, []string{"--cluster", "reshard", addrs[0], "--cluster-from", "all",
+		"--cluster-to", newID, "--cluster-slots", "4096", "--cluster-yes"})...)
 	if err := reshard.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	// Killed while the new node is importing a slot: redis-cli has marked it open on
+	// both nodes and may have moved some of its keys.
+	time.Sleep(time.Second)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		text, err := nodes[3].proc.client.ClusterNodes(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(text, "-<-") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new node never imported a slot")
+		}
+	}
 	reshard.Process.Kill()
 	reshard.Wait()
 	time.Sleep(time.Second) // the tables' exchange spreads the last slot's new owner
-	out := redisCLI(t, cli, "--cluster", "fix", addrs[0], "--cluster-yes")
-	t.Logf("--cluster fix found an open slot: %v", strings.Contains(out, ">>> Fixing open slot"))
-	clusterCheck(t, cli, addrs[0])
+	out := redisCLI(t, cli, slices.Concat(auth, []string{"--cluster", "fix", addrs[0], "--cluster-yes"})...)
+	if !strings.Contains(out, ">>> Fixing open slot") {
+		t.Fatalf("--cluster fix found no open slot to fix:\n%s", tail(out))
+	}
+	clusterCheck(t, cli, slices.Concat(auth, []string{addrs[0]})...)
 	if got := dbsizes(t, nodes); sum(got) != keys {
 		t.Fatalf("DBSIZE after the fix %v, sum %d, want %d", got, sum(got), keys)
 	}
