@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -28,7 +29,11 @@ type peerSet struct {
 	sent    map[string]sentTable     // by host:port: what was last sent, and when
 	busy    map[string]bool          // by host:port: an exchange under way
 	stop    chan struct{}            // closed by Close: ends exchangeLoop
+	closed  bool                     // stopPeers ran: no new connection
 }
+
+// errPeersClosed is an exchange or MIGRATE after the server closed.
+var errPeersClosed = errors.New("resp: server closed")
 
 // sentTable is the last table sent to a peer: its change count and time, or the
 // time of the last attempt, failed: a node down is tried once a second.
@@ -39,11 +44,15 @@ type sentTable struct {
 }
 
 // peerClient is a connection pool to the node at addr, made at first use, with the
-// server's own password: the nodes of a cluster share one.
+// server's own password: the nodes of a cluster share one. Nil once the server
+// has closed.
 func (s *Server) peerClient(addr string) *redis.Client {
 	p := &s.peers
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
 	if p.clients == nil {
 		p.clients = map[string]*redis.Client{}
 	}
@@ -63,7 +72,11 @@ func (s *Server) exchange(addr string) error {
 	defer cancel()
 	t := s.cfg.Cluster
 	changes := t.Changes()
-	table, err := s.peerClient(addr).Do(ctx, "CLUSTER", "RLTABLE", t.Describe()).Text()
+	rdb := s.peerClient(addr)
+	if rdb == nil {
+		return errPeersClosed
+	}
+	table, err := rdb.Do(ctx, "CLUSTER", "RLTABLE", t.Describe()).Text()
 	s.peers.mu.Lock()
 	if s.peers.sent == nil {
 		s.peers.sent = map[string]sentTable{}
@@ -133,4 +146,5 @@ func (s *Server) stopPeers() {
 		rdb.Close()
 	}
 	s.peers.clients = nil
+	s.peers.closed = true
 }

@@ -122,6 +122,10 @@ func cmdMigrate(s *Server, c *client, args [][]byte, now int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.timeout)
 	defer cancel()
 	rdb := s.migrateClient(m)
+	if rdb == nil {
+		c.writeError(errMigrateConnect)
+		return
+	}
 	if err := rdb.Ping(ctx).Err(); err != nil && !isRedisError(err) {
 		// A refused connection shows in Redis's non-blocking connect as a failed
 		// write; a connection that never completes as the connect's timeout.
@@ -174,11 +178,15 @@ func isRedisError(err error) bool {
 
 // migrateClient is a connection pool to MIGRATE's target, with its AUTH or AUTH2,
 // kept among the peers' (cluster_peers.go); the call's context bounds each use.
+// Nil once the server has closed.
 func (s *Server) migrateClient(m migrateArgs) *redis.Client {
 	key := m.addr + "\x00" + m.user + "\x00" + m.password
 	p := &s.peers
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
 	if p.clients == nil {
 		p.clients = map[string]*redis.Client{}
 	}
