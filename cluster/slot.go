@@ -1,10 +1,14 @@
 // Package cluster is rlserver's side of the Redis Cluster protocol: the hash slot
-// of a key, computed exactly as Redis computes it, and a static topology that says
-// which node owns which slots. It speaks no RESP: package resp answers CLUSTER
-// SLOTS, MOVED and CROSSSLOT from it.
+// of a key, computed exactly as Redis computes it, and the topology that says which
+// node owns which slots and which slots are being moved. It speaks no RESP: package
+// resp answers CLUSTER, MOVED, ASK and CROSSSLOT from it, and carries the tables
+// the nodes exchange (merge.go).
 //
-// Rate-limit keys are independent, so the nodes never talk to each other: each
-// one is told the whole topology at start and derives the same answers from it.
+// A -cluster-nodes topology is static: every node is told the whole of it at start
+// and derives the same answers from it, and the nodes never talk. A
+// -cluster-enabled one is built by redis-cli --cluster, kept in Redis's nodes.conf
+// format (table.go), changed by its commands (change.go) and kept in step between
+// the nodes by the exchange of their tables.
 package cluster
 
 import "bytes"

@@ -58,7 +58,9 @@ func TestNew(t *testing.T) {
 			}
 			var got []string
 			for _, n := range topo.Nodes() {
-				got = append(got, fmt.Sprintf("%d-%d", n.First, n.Last))
+				for _, r := range topo.Ranges(n.ID) {
+					got = append(got, fmt.Sprintf("%d-%d", r.First, r.Last))
+				}
 			}
 			if strings.Join(got, " ") != tc.ranges {
 				t.Errorf("ranges %q, want %q", strings.Join(got, " "), tc.ranges)
@@ -90,7 +92,7 @@ func TestOwner(t *testing.T) {
 	for slot := uint16(0); slot < Slots; slot++ {
 		owner := want(slot)
 		for i, topo := range topos {
-			if got := topo.Owner(slot); got != topo.Nodes()[owner] {
+			if got, _ := topo.Owner(slot); got != topo.Nodes()[owner] {
 				t.Fatalf("node %d: Owner(%d) = %+v, want node %d", i, slot, got, owner)
 			}
 			if got := topo.Owns(slot); got != (i == owner) {

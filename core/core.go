@@ -94,6 +94,8 @@ type Config struct {
 	// ReplBacklogSize is the bytes of recent effects a primary keeps for replicas to
 	// continue from after a disconnection; 0 means replication.DefaultBacklogSize.
 	ReplBacklogSize int
+	// Partition is the store's store.Config.Partition: cluster mode's hash slot.
+	Partition func(key []byte) uint16
 }
 
 // Core is the shared state of one rlserver: create it with New, start it with
@@ -163,7 +165,7 @@ func New(cfg Config) (*Core, error) {
 	}
 	st, err := store.New(store.Config{Shards: cfg.Shards, MaxLogLimit: cfg.MaxLogLimit,
 		MaxMemory: cfg.MaxMemory, Policy: cfg.MaxMemoryPolicy,
-		MonotonicTime: true}) // the clock is read before the shard's lock: see store.Config
+		MonotonicTime: true, Partition: cfg.Partition}) // the clock is read before the shard's lock: see store.Config
 	if err != nil {
 		return nil, err // the store names the setting and its range
 	}

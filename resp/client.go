@@ -45,6 +45,7 @@ type client struct {
 	// CLIENT TRACKING ON OPTIN or OPTOUT, and CLIENT CACHING given for the command or
 	// transaction that follows (tracking.go).
 	trackOptIn, trackOptOut, caching, cachingNext bool
+	asking                                        bool // ASKING: the next command may use a slot being moved here
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool

@@ -39,7 +39,7 @@ func BenchmarkClusterRedirect(b *testing.B) {
 	cm := commandIndex["rl.token"]
 	args := bytes.Fields([]byte("RL.TOKEN user:12345 100 1000"))
 	for b.Loop() {
-		if msg := s.clusterRedirect(cm, args); msg != "" {
+		if msg := s.clusterRedirect(&client{}, cm, args); msg != "" {
 			b.Fatal(msg)
 		}
 	}

@@ -128,7 +128,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	if c.inMulti && !cm.tx {
 		// Refused now, as Redis refuses it when queued, it dooms the transaction:
 		// EXEC then applies none of it.
-		if msg := s.refusal(cm, args, true); msg != "" {
+		if msg := s.refusal(c, cm, args, true); msg != "" {
 			cm.stats.rejected.Add(1)
 			c.refuse(msg)
 			return
@@ -144,12 +144,12 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 // command writes (READONLY), or a full sync is loading (LOADING). Queued (inside
 // MULTI), a limiter that may be a PEEK is judged by its arguments; run, it checks
 // after parsing them (limiter, cmdAll).
-func (s *Server) refusal(cm *command, args [][]byte, queued bool) string {
+func (s *Server) refusal(c *client, cm *command, args [][]byte, queued bool) string {
 	// Only cluster mode pays for the slot check, mostly the key's CRC16
 	// (BenchmarkClusterRedirect), within the noise of a pipelined RL.TOKEN over
 	// loopback (BenchmarkClusterCheck). Standalone, one comparison.
 	if s.cfg.Cluster != nil && (cm.firstKey != 0 || cm.keys != nil) {
-		if msg := s.clusterRedirect(cm, args); msg != "" {
+		if msg := s.clusterRedirect(c, cm, args); msg != "" {
 			return msg
 		}
 	}
@@ -162,9 +162,17 @@ func (s *Server) refusal(cm *command, args [][]byte, queued bool) string {
 	return ""
 }
 
-// execute runs a checked command, unless refusal says no.
+// execute runs a checked command, unless refusal says no. In cluster mode the
+// command's slot is locked from the routing to the end of its run (lockSlot), and a
+// command but ASKING ends the connection's ASKING, as Redis's resetClient.
 func (s *Server) execute(c *client, cm *command, args [][]byte) {
-	if msg := s.refusal(cm, args, false); msg != "" {
+	if lk := s.lockSlot(cm, args); lk != nil {
+		defer lk.RUnlock()
+	}
+	if c.asking && cm.name != "asking" {
+		defer func() { c.asking = false }()
+	}
+	if msg := s.refusal(c, cm, args, false); msg != "" {
 		cm.stats.rejected.Add(1)
 		c.writeError(msg)
 		return

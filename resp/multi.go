@@ -94,13 +94,13 @@ func cmdExec(s *Server, c *client, _ [][]byte, _ int64) {
 	// queued command; in cluster mode all their keys must be in one slot of this
 	// node's, answered with the redirect as Redis does.
 	if s.cfg.Cluster != nil {
-		if msg := s.execRedirect(list); msg != "" {
+		if msg := s.execRedirect(c, list); msg != "" {
 			c.writeError(msg)
 			return
 		}
 	}
 	for _, q := range list {
-		if msg := s.refusal(q.cm, q.args, true); msg != "" {
+		if msg := s.refusal(c, q.cm, q.args, true); msg != "" {
 			c.writeError(errExecAbortBecause + msg)
 			return
 		}

@@ -202,9 +202,13 @@ type Server struct {
 	policy   *policy.Engine // Config.Policy's engine; nil without one (cmd_policy.go)
 	refused  *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
 	errStats errorStats     // info_stats.go
-	track    tracking       // tracking.go
-	trackers atomic.Int32   // connections with CLIENT TRACKING ON
-	pause    pauses         // CLIENT PAUSE (pause.go)
+	// slotLocks are cluster mode's slot locks: a call takes its slot's read side,
+	// MIGRATE the write side while it moves the slot's keys (cmd_cluster.go).
+	slotLocks *[cluster.Slots]sync.RWMutex
+	peers     peerSet      // cluster_peers.go
+	track     tracking     // tracking.go
+	trackers  atomic.Int32 // connections with CLIENT TRACKING ON
+	pause     pauses       // CLIENT PAUSE (pause.go)
 
 	acl    *acl.Registry // the users (acl.go, cmd_acl.go)
 	aclLog *acl.Log
@@ -225,7 +229,16 @@ func (cfg Config) Core() core.Config {
 		TLSAuthClients: cfg.TLSAuthClients, TLSClientSAN: cfg.TLSClientSAN, SnapshotPath: cfg.SnapshotPath,
 		SnapshotInterval: cfg.SnapshotInterval, SnapshotIgnoreCorrupt: cfg.SnapshotIgnoreCorrupt,
 		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser,
-		ReplBacklogSize: cfg.ReplBacklogSize}
+		ReplBacklogSize: cfg.ReplBacklogSize, Partition: partition(cfg.Cluster)}
+}
+
+// partition is the store's grouping of keys: by hash slot in cluster mode, for
+// CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT; none standalone.
+func partition(t *cluster.Topology) func([]byte) uint16 {
+	if t == nil {
+		return nil
+	}
+	return cluster.Slot
 }
 
 // withCore is cfg with its shared fields taken from the core's configuration.
@@ -290,6 +303,9 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 	if cfg.Policy != nil {
 		s.policy = policy.NewEngine(c.Store(), cfg.Policy)
 	}
+	if cfg.Cluster != nil && !cfg.Cluster.Static() {
+		s.slotLocks = new([cluster.Slots]sync.RWMutex)
+	}
 	s.refused = newRefused()
 	s.tun.Store(initialTunables(cfg)) // before initACL, which reads acllog-max-len
 	if err := s.initACL(); err != nil {
@@ -351,6 +367,8 @@ func (s *Server) serve(ln net.Listener, slot *net.Listener, rc *redcon.Server) e
 	s.mu.Unlock()
 	if slot == &s.ln {
 		s.core.SetListenPort(s.listenPort())
+		s.startPeers()
+		defer s.stopPeers()
 	}
 	s.core.Start()
 	s.warnIfExposed(ln.Addr())

@@ -55,6 +55,12 @@ type command struct {
 	// noMulti: refused inside MULTI, flagging the transaction, as Redis's no-multi
 	// commands (SAVE, SHUTDOWN, SYNC, PSYNC) and RLSYNC, which takes the connection over.
 	noMulti bool
+	// locksSlots takes its keys' slot locks itself, and runs in a slot being moved
+	// from or to this node whatever its keys (MIGRATE, as Redis's getNodeByQuery).
+	locksSlots bool
+	// asking runs in a slot being moved here without ASKING before it, as Redis's
+	// CMD_ASKING (RESTORE-ASKING).
+	asking bool
 	// detaches may hand the connection to a goroutine of its own (SUBSCRIBE, MONITOR)
 	// or to replication (RLSYNC): outside EXEC, c is no longer this goroutine's once
 	// it ran; inside, once EXEC ends.

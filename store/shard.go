@@ -38,6 +38,12 @@ type shard struct {
 	expired, evicted uint64
 	changed          uint64 // Stats.Changed
 
+	// partOf is Config.Partition; parts are the record slots of each partition's
+	// keys, partPos each record's place in its list, by slab and record (partition.go).
+	partOf  func(key []byte) uint16
+	parts   map[uint16][]uint32
+	partPos [len(slabClasses)][]uint32
+
 	budget  int64 // Config.MaxMemory / shards; 0: no bound
 	noEvict bool  // PolicyNoEviction
 
@@ -180,6 +186,9 @@ func (sh *shard) create(key []byte, tag uint32, kind algo.Kind, p placement) uin
 		sh.index.grow(sh.tags, sh.tagOf) // the new record is live already: tags yields it too
 	}
 	sh.live++
+	if sh.partOf != nil {
+		sh.addPart(key, slot)
+	}
 	return slot
 }
 
@@ -203,6 +212,9 @@ func (sh *shard) put(slot uint32, a, b uint64, deadline int64) {
 func (sh *shard) remove(pos int, slot uint32) {
 	sh.index.removeAt(pos, sh.tagOf)
 	e := sh.at(slot)
+	if sh.partOf != nil {
+		sh.dropPart(sh.key(e), slot)
+	}
 	if e.spilled() {
 		c, chunk, _ := e.spill()
 		sh.chunks.release(c, chunk)
@@ -498,6 +510,8 @@ func (sh *shard) release() {
 	}
 	sh.inUse = 0
 	sh.live = 0
+	sh.parts = nil
+	sh.partPos = [len(slabClasses)][]uint32{}
 	sh.chunks.releaseAll()
 }
 

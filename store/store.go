@@ -89,6 +89,9 @@ type Config struct {
 	// without it, and stays within it with it.
 	// Callers that replay times of their own, going back, leave it off.
 	MonotonicTime bool
+	// Partition, if set, groups the keys by its value (cluster mode's hash slot), so
+	// that CountPartition and KeysInPartition find a group's keys without a scan.
+	Partition func(key []byte) uint16
 }
 
 // Stats is a snapshot of the store's counters.
@@ -140,6 +143,7 @@ func New(cfg Config) (*Store, error) {
 		sh.prefixes = &s.prefixes
 		sh.budget = cfg.MaxMemory / int64(cfg.Shards)
 		sh.noEvict = cfg.Policy == PolicyNoEviction
+		sh.partOf = cfg.Partition
 	}
 	// The shards' memory is mapped off the Go heap, which the collector does not free:
 	// a Store dropped without Flush gives it back when it is collected.

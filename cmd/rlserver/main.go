@@ -68,10 +68,16 @@ type options struct {
 	// clusterNodes and clusterSelf are -cluster-nodes (empty: standalone) and -cluster-self.
 	clusterNodes string
 	clusterSelf  int
-	level        slog.Level
-	version      bool // -v, --version: print it and exit
-	cfg          resp.Config
-	gw           gatewayOptions // gateway.go
+	// clusterEnabled, clusterConfigFile and clusterAnnounceIP are -cluster-enabled
+	// (a node redis-cli --cluster builds the cluster of), its config file and the
+	// address it gives the others and the clients.
+	clusterEnabled    bool
+	clusterConfigFile string
+	clusterAnnounceIP string
+	level             slog.Level
+	version           bool // -v, --version: print it and exit
+	cfg               resp.Config
+	gw                gatewayOptions // gateway.go
 }
 
 // getenv reads the environment for ratelimitEnv; tests replace it.
@@ -113,6 +119,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics on /metrics; empty: off")
 	fs.StringVar(&o.clusterNodes, "cluster-nodes", "", "cluster mode: every node's `host:port` (or host:port@first-last slots), comma-separated, the same list on every node; empty: standalone")
 	fs.IntVar(&o.clusterSelf, "cluster-self", 0, "cluster mode: this node's `index` in -cluster-nodes, from 0")
+	fs.BoolVar(&o.clusterEnabled, "cluster-enabled", false, "cluster mode as Redis's: start a node owning no slot, which redis-cli --cluster create, add-node and reshard build the cluster of")
+	fs.StringVar(&o.clusterConfigFile, "cluster-config-file", "", "-cluster-enabled: the `file` the node keeps its view of the cluster in (Redis's nodes.conf format), read at start; empty: nodes.conf")
+	fs.StringVar(&o.clusterAnnounceIP, "cluster-announce-ip", "", "-cluster-enabled: the `ip` the other nodes and the clients reach this node at; empty: -addr's host, or 127.0.0.1 for a wildcard")
 	fs.StringVar(&o.cfg.ReplicaOf, "replicaof", "", "start as a replica of the rlserver at `host:port` (REPLICAOF); empty: a primary")
 	fs.Var((*usersFlag)(&o.cfg.Users), "user", "an ACL `user`: its name then its rules, as Redis's user directive (\"alice on >pass ~tenantA:* +@ratelimit\"); once per user")
 	fs.StringVar(&o.cfg.ACLFile, "aclfile", "", "Redis's aclfile: users loaded at start, written by ACL SAVE, read again by ACL LOAD; not with -user")
@@ -255,6 +264,16 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	opts.cfg.Logger = logger
 	if opts.clusterNodes == "" && opts.clusterSelf != 0 {
 		return errors.New("-cluster-self needs -cluster-nodes, the list it indexes")
+	}
+	if opts.clusterEnabled {
+		if opts.clusterNodes != "" {
+			return errors.New("-cluster-enabled and -cluster-nodes do not go together: redis-cli --cluster builds an enabled cluster, -cluster-nodes is a fixed one")
+		}
+		topo, err := openCluster(opts)
+		if err != nil {
+			return err
+		}
+		opts.cfg.Cluster = topo
 	}
 	if opts.clusterNodes != "" {
 		topo, err := cluster.New(strings.Split(opts.clusterNodes, ","), opts.clusterSelf)
@@ -517,4 +536,28 @@ func (d *secondsFlag) Set(s string) error {
 	n, err := strconv.ParseInt(s, 10, 32)
 	*d = secondsFlag(time.Duration(n) * time.Second)
 	return err
+}
+
+// openCluster is a -cluster-enabled node's topology, from its config file: the
+// node's address is -cluster-announce-ip, else -addr's host, at -addr's port (or
+// -port). A wildcard host announces 127.0.0.1, which only nodes of one machine reach.
+func openCluster(opts options) (*cluster.Topology, error) {
+	host, port, err := net.SplitHostPort(opts.addr)
+	if err != nil {
+		return nil, fmt.Errorf("-cluster-enabled: -addr %q: %v", opts.addr, err)
+	}
+	if opts.port != 0 {
+		port = strconv.Itoa(opts.port)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return nil, fmt.Errorf("-cluster-enabled needs a fixed port, not %q: the other nodes keep it", port)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	if opts.clusterAnnounceIP != "" {
+		host = opts.clusterAnnounceIP
+	}
+	return cluster.Open(cmp.Or(opts.clusterConfigFile, "nodes.conf"), host, p)
 }

@@ -1,0 +1,150 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// How -cluster-enabled nodes keep their tables in step without Redis's bus: each
+// sends its table to every node it knows, over their client ports (CLUSTER
+// RLTABLE), whenever its table changed since it last sent it there and at least
+// every second, and merges the table it gets back (cluster/merge.go). MIGRATE's
+// connections to other nodes are kept here too.
+
+// Timing of the table exchange.
+const (
+	exchangeTick    = 100 * time.Millisecond // how soon a change goes out
+	exchangeRefresh = time.Second            // how often an unchanged table goes out
+	exchangeTimeout = 2 * time.Second        // one exchange, connection included
+)
+
+// peerSet holds the connections to the other nodes and the exchange's state.
+type peerSet struct {
+	mu      sync.Mutex
+	clients map[string]*redis.Client // by host:port
+	sent    map[string]sentTable     // by host:port: what was last sent, and when
+	busy    map[string]bool          // by host:port: an exchange under way
+	stop    chan struct{}            // closed by Close: ends exchangeLoop
+	closed  bool                     // stopPeers ran: no new connection
+}
+
+// errPeersClosed is an exchange or MIGRATE after the server closed.
+var errPeersClosed = errors.New("resp: server closed")
+
+// sentTable is the last table sent to a peer: its change count and time, or the
+// time of the last attempt, failed: a node down is tried once a second.
+type sentTable struct {
+	changes uint64
+	at      time.Time
+	failed  bool
+}
+
+// peerClient is a connection pool to the node at addr, made at first use, with the
+// server's own password: the nodes of a cluster share one. Nil once the server
+// has closed.
+func (s *Server) peerClient(addr string) *redis.Client {
+	p := &s.peers
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	if p.clients == nil {
+		p.clients = map[string]*redis.Client{}
+	}
+	rdb := p.clients[addr]
+	if rdb == nil {
+		rdb = redis.NewClient(&redis.Options{Addr: addr, Password: s.tun.Load().requirePass, Protocol: 2,
+			DisableIdentity: true, MaxRetries: -1, PoolSize: 4, DialTimeout: exchangeTimeout,
+			ReadTimeout: exchangeTimeout, WriteTimeout: exchangeTimeout})
+		p.clients[addr] = rdb
+	}
+	return rdb
+}
+
+// exchange sends this node's table to the node at addr and merges its reply.
+func (s *Server) exchange(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), exchangeTimeout)
+	defer cancel()
+	t := s.cfg.Cluster
+	changes := t.Changes()
+	rdb := s.peerClient(addr)
+	if rdb == nil {
+		return errPeersClosed
+	}
+	table, err := rdb.Do(ctx, "CLUSTER", "RLTABLE", t.Describe()).Text()
+	s.peers.mu.Lock()
+	if s.peers.sent == nil {
+		s.peers.sent = map[string]sentTable{}
+	}
+	s.peers.sent[addr] = sentTable{changes, time.Now(), err != nil}
+	s.peers.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	_, err = t.Merge(table)
+	return err
+}
+
+// exchangeLoop sends the table to each peer that needs it, until Close.
+func (s *Server) exchangeLoop() {
+	tick := time.NewTicker(exchangeTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.peers.stop:
+			return
+		case <-tick.C:
+		}
+		changes := s.cfg.Cluster.Changes()
+		for _, addr := range s.cfg.Cluster.Peers() {
+			s.peers.mu.Lock()
+			last, busy := s.peers.sent[addr], s.peers.busy[addr]
+			due := time.Since(last.at) >= exchangeRefresh || last.changes != changes && !last.failed
+			if busy || !due {
+				s.peers.mu.Unlock()
+				continue
+			}
+			if s.peers.busy == nil {
+				s.peers.busy = map[string]bool{}
+			}
+			s.peers.busy[addr] = true
+			s.peers.mu.Unlock()
+			go func() {
+				if err := s.exchange(addr); err != nil {
+					s.log.Debug("cluster table exchange failed", "peer", addr, "err", err)
+				}
+				s.peers.mu.Lock()
+				delete(s.peers.busy, addr)
+				s.peers.mu.Unlock()
+			}()
+		}
+	}
+}
+
+// startPeers starts the exchange of a -cluster-enabled node.
+func (s *Server) startPeers() {
+	if s.cfg.Cluster == nil || s.cfg.Cluster.Static() {
+		return
+	}
+	s.peers.stop = make(chan struct{})
+	go s.exchangeLoop()
+}
+
+// stopPeers ends the exchange and closes the connections to the peers.
+func (s *Server) stopPeers() {
+	if s.peers.stop != nil {
+		close(s.peers.stop)
+	}
+	s.peers.mu.Lock()
+	defer s.peers.mu.Unlock()
+	for _, rdb := range s.peers.clients {
+		rdb.Close()
+	}
+	s.peers.clients = nil
+	s.peers.closed = true
+}
