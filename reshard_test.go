@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -227,7 +228,8 @@ func (h *hammer) finish(t *testing.T, what string) {
 // add-node of a fourth, and a reshard of 4096 slots to it while 32 go-redis
 // ClusterClient goroutines keep calling the keys. Afterwards the cluster checks OK,
 // every key is still there once (DBSIZE sums to 3·N, the new node holds about a
-// quarter) and no drained key admitted a single call, during the move or after.
+// quarter) and no drained key admitted a single call, during the move or after;
+// redis-py's RedisCluster calls the keys too, and neither client's calls fail.
 // Then every node restarts, its topology back from nodes.conf.
 func TestReshard(t *testing.T) {
 	needServer(t)
@@ -279,12 +281,14 @@ func TestReshard(t *testing.T) {
 	}
 
 	h := startHammer(cc, keys)
+	py := startPyHammer(t, addrs, keys)
 	began = time.Now()
 	redisCLI(t, cli, "--cluster", "reshard", addrs[0], "--cluster-from", "all", "--cluster-to", newID,
 		"--cluster-slots", "4096", "--cluster-yes")
 	took := time.Since(began)
 	time.Sleep(500 * time.Millisecond) // calls after the move, on the new map
 	h.finish(t, "during the reshard")
+	py.finish(t)
 	sizes := dbsizes(t, nodes)
 	t.Logf("reshard of 4096 slots in %v; DBSIZE %v", took, sizes)
 	clusterCheck(t, cli, addrs[0])
@@ -352,6 +356,100 @@ func TestReshard(t *testing.T) {
 		cc.ReloadState(ctx)
 		expectDrained(t, cc, keys)
 	})
+}
+
+// pyHammerScript is redis-py's RedisCluster calling the drained keys at random until
+// the stop file exists, then printing its calls, those admitted, those failed and
+// the first of either.
+const pyHammerScript = `import os, random, sys
+from redis.cluster import ClusterNode, RedisCluster
+nodes = [a.rsplit(":", 1) for a in sys.argv[1].split(",")]
+keys, stop = int(sys.argv[2]), sys.argv[3]
+rc = RedisCluster(startup_nodes=[ClusterNode(h, int(p)) for h, p in nodes])
+calls = admitted = failed = 0
+first = "-"
+while not os.path.exists(stop):
+    k = "rs:%d" % random.randrange(keys)
+    try:
+        v = rc.execute_command("RL.FIXED", k, 5, 600000)
+        if v[0] != 0:
+            admitted += 1
+            first = first if first != "-" else "%s-admitted-%r" % (k, v)
+    except Exception as e:
+        failed += 1
+        first = first if first != "-" else "%s:%r" % (k, e)
+    calls += 1
+print(calls, admitted, failed, first.replace(" ", "_"))
+`
+
+// pyHammer is pyHammerScript running; nil without redis-py.
+type pyHammer struct {
+	cmd      *exec.Cmd
+	out, log *strings.Builder // stdout, the counts; stderr, where redis-py logs each redirect it follows
+	stop     string
+}
+
+// pyRedis is a Python 3 that imports redis (redis-py): RLSERVER_PYTHON, python3 or
+// /usr/bin/python3 (Debian's python3-redis, which a pyenv python3 first on PATH may
+// lack), or "".
+func pyRedis() string {
+	for _, c := range []string{os.Getenv("RLSERVER_PYTHON"), "python3", "/usr/bin/python3"} {
+		if c != "" && exec.Command(c, "-c", "import redis.cluster").Run() == nil {
+			return c
+		}
+	}
+	return ""
+}
+
+// startPyHammer starts redis-py's RedisCluster calling the keys beside the go-redis
+// goroutines: a second client's handling of MOVED, ASK and TRYAGAIN. Without
+// redis-py it says so and returns nil; RLSERVER_REQUIRE_REDIS=1 makes that a failure.
+func startPyHammer(t *testing.T, addrs []string, keys int) *pyHammer {
+	t.Helper()
+	python := pyRedis()
+	if python == "" {
+		const hint = "no python3 imports redis (redis-py: apt-get install python3-redis, or set RLSERVER_PYTHON)"
+		if os.Getenv("RLSERVER_REQUIRE_REDIS") == "1" {
+			t.Fatal(hint)
+		}
+		t.Log(hint + ": go-redis alone calls during the reshard")
+		return nil
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "hammer.py")
+	if err := os.WriteFile(script, []byte(pyHammerScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py := &pyHammer{out: &strings.Builder{}, log: &strings.Builder{}, stop: filepath.Join(dir, "stop")}
+	py.cmd = exec.Command(python, script, strings.Join(addrs, ","), strconv.Itoa(keys), py.stop)
+	py.cmd.Stdout, py.cmd.Stderr = py.out, py.log
+	if err := py.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return py
+}
+
+// finish stops the script and fails t for any call admitted or failed.
+func (py *pyHammer) finish(t *testing.T) {
+	t.Helper()
+	if py == nil {
+		return
+	}
+	if err := os.WriteFile(py.stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := py.cmd.Wait(); err != nil {
+		t.Fatalf("redis-py: %v\n%s%s", err, py.out.String(), tail(py.log.String()))
+	}
+	var calls, admitted, failed int
+	var first string
+	if _, err := fmt.Sscan(py.out.String(), &calls, &admitted, &failed, &first); err != nil {
+		t.Fatalf("redis-py's output %q: %v", py.out.String(), err)
+	}
+	t.Logf("redis-py during the reshard: %d calls, %d admitted, %d failed", calls, admitted, failed)
+	if admitted != 0 || failed != 0 || calls == 0 {
+		t.Fatalf("redis-py: %d calls, %d admitted, %d failed: %s", calls, admitted, failed, first)
+	}
 }
 
 // expectDrained calls every key once more: each must be limited.
