@@ -25,7 +25,7 @@ const (
 // peerSet holds the connections to the other nodes and the exchange's state.
 type peerSet struct {
 	mu      sync.Mutex
-	clients map[string]*redis.Client // by host:port
+	clients map[string]*redis.Client // by host:port (MIGRATE: and its AUTH)
 	sent    map[string]sentTable     // by host:port: what was last sent, and when
 	busy    map[string]bool          // by host:port: an exchange under way
 	stop    chan struct{}            // closed by Close: ends exchangeLoop
@@ -47,7 +47,15 @@ type sentTable struct {
 // server's own password: the nodes of a cluster share one. Nil once the server
 // has closed.
 func (s *Server) peerClient(addr string) *redis.Client {
-	p := &s.peers
+	return s.peers.client(addr, func() *redis.Options {
+		return &redis.Options{Addr: addr, Password: s.tun.Load().requirePass, DialTimeout: exchangeTimeout,
+			ReadTimeout: exchangeTimeout, WriteTimeout: exchangeTimeout}
+	})
+}
+
+// client is the pool kept under key, made with opts (RESP2, no retries, 4
+// connections) at first use; nil once the server has closed.
+func (p *peerSet) client(key string, opts func() *redis.Options) *redis.Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -56,12 +64,12 @@ func (s *Server) peerClient(addr string) *redis.Client {
 	if p.clients == nil {
 		p.clients = map[string]*redis.Client{}
 	}
-	rdb := p.clients[addr]
+	rdb := p.clients[key]
 	if rdb == nil {
-		rdb = redis.NewClient(&redis.Options{Addr: addr, Password: s.tun.Load().requirePass, Protocol: 2,
-			DisableIdentity: true, MaxRetries: -1, PoolSize: 4, DialTimeout: exchangeTimeout,
-			ReadTimeout: exchangeTimeout, WriteTimeout: exchangeTimeout})
-		p.clients[addr] = rdb
+		o := opts()
+		o.Protocol, o.DisableIdentity, o.MaxRetries, o.PoolSize = 2, true, -1, 4
+		rdb = redis.NewClient(o)
+		p.clients[key] = rdb
 	}
 	return rdb
 }

@@ -180,21 +180,7 @@ func isRedisError(err error) bool {
 // kept among the peers' (cluster_peers.go); the call's context bounds each use.
 // Nil once the server has closed.
 func (s *Server) migrateClient(m migrateArgs) *redis.Client {
-	key := m.addr + "\x00" + m.user + "\x00" + m.password
-	p := &s.peers
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil
-	}
-	if p.clients == nil {
-		p.clients = map[string]*redis.Client{}
-	}
-	rdb := p.clients[key]
-	if rdb == nil {
-		rdb = redis.NewClient(&redis.Options{Addr: m.addr, Username: m.user, Password: m.password, Protocol: 2,
-			DisableIdentity: true, MaxRetries: -1, PoolSize: 4, ContextTimeoutEnabled: true})
-		p.clients[key] = rdb
-	}
-	return rdb
+	return s.peers.client(m.addr+"\x00"+m.user+"\x00"+m.password, func() *redis.Options {
+		return &redis.Options{Addr: m.addr, Username: m.user, Password: m.password, ContextTimeoutEnabled: true}
+	})
 }
