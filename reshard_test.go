@@ -140,6 +140,51 @@ func waitKnown(t testing.TB, nodes []*enabledNode, want int) {
 	}
 }
 
+// waitAgree waits until every node's CLUSTER NODES gives every node the same slots,
+// as redis-cli --cluster checks before a reshard or rebalance: a node just added
+// knows the others at once but learns each one's slots from that node's own table,
+// within an exchange (100 ms) of meeting it.
+func waitAgree(t testing.TB, nodes []*enabledNode) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var first, last string
+		agree := true
+		for i, n := range nodes {
+			text, err := n.proc.client.ClusterNodes(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sig []string
+			for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+				f := strings.Fields(l)
+				var slots []string
+				for _, x := range f[8:] {
+					if !strings.HasPrefix(x, "[") {
+						slots = append(slots, x)
+					}
+				}
+				sig = append(sig, f[0]+":"+strings.Join(slots, ","))
+			}
+			slices.Sort(sig)
+			last = strings.Join(sig, "|")
+			if i == 0 {
+				first = last
+			} else if last != first {
+				agree = false
+			}
+		}
+		if agree {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes do not agree about the slots: %s against %s", first, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // dbsizes are the nodes' DBSIZE.
 func dbsizes(t testing.TB, nodes []*enabledNode) []int64 {
 	t.Helper()
@@ -275,6 +320,7 @@ func TestReshard(t *testing.T) {
 		t.Fatalf("--cluster add-node:\n%s", tail(out))
 	}
 	waitKnown(t, nodes, 4)
+	waitAgree(t, nodes)
 	newID, err := nodes[3].proc.client.ClusterMyID(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +357,7 @@ func TestReshard(t *testing.T) {
 			}
 		}
 		waitKnown(t, nodes, 4)
+		waitAgree(t, nodes)
 		clusterCheck(t, cli, addrs[0])
 		if got := dbsizes(t, nodes); sum(got) != keys || got[3] != sizes[3] {
 			t.Fatalf("DBSIZE after the restart %v, before %v", got, sizes)
@@ -347,6 +394,7 @@ func TestReshard(t *testing.T) {
 		}
 		redisCLI(t, cli, "--cluster", "add-node", nodes[3].addr, addrs[0])
 		waitKnown(t, nodes, 4)
+		waitAgree(t, nodes)
 		redisCLI(t, cli, "--cluster", "rebalance", addrs[0], "--cluster-use-empty-masters")
 		clusterCheck(t, cli, addrs[0])
 		got := dbsizes(t, nodes)
@@ -508,6 +556,7 @@ func TestReshardFix(t *testing.T) {
 	}
 	redisCLI(t, cli, slices.Concat(auth, []string{"--cluster", "add-node", nodes[3].addr, addrs[0]})...)
 	waitKnown(t, nodes, 4)
+	waitAgree(t, nodes)
 	newID, err := nodes[3].proc.client.ClusterMyID(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
