@@ -100,7 +100,7 @@ func TestRefundOracle(t *testing.T) {
 									seed, sp, n, now, got, o.tokensAt(now).FloatString(6))
 							}
 							o.tokens, o.ts = new(big.Rat).SetFloat64(m.token.Tokens), m.token.TS // judge each step alone
-							if m.token.TS == 0 { // a refund of a full bucket left it unwritten: still fresh
+							if m.token.TS == 0 {                                                 // a refund of a full bucket left it unwritten: still fresh
 								o.used = false
 							}
 						}
