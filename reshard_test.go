@@ -292,24 +292,7 @@ func TestReshard(t *testing.T) {
 	t.Cleanup(func() { cc.Close() })
 	ctx := context.Background()
 	began := time.Now()
-	for from := 0; from < keys; from += 1000 {
-		cmds, err := cc.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := from; i < min(from+1000, keys); i++ {
-				for range 5 {
-					p.Do(ctx, "RL.FIXED", reshardKey(i), 5, 600000)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cmds {
-			if v, err := c.(*redis.Cmd).Slice(); err != nil || v[0] != int64(1) {
-				t.Fatalf("draining: %v %v", v, err)
-			}
-		}
-	}
+	drainKeys(t, cc, keys)
 	t.Logf("%d keys drained in %v", keys, time.Since(began))
 	if got := sum(dbsizes(t, nodes[:3])); got != keys {
 		t.Fatalf("DBSIZE sums to %d, want %d", got, keys)
@@ -538,22 +521,7 @@ func TestReshardFix(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64, Password: password})
 	t.Cleanup(func() { cc.Close() })
 	ctx := context.Background()
-	cmds, err := cc.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range keys {
-			for range 5 {
-				p.Do(ctx, "RL.FIXED", reshardKey(i), 5, 600000)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cmds {
-		if v, err := c.(*redis.Cmd).Slice(); err != nil || v[0] != int64(1) {
-			t.Fatalf("draining: %v %v", v, err)
-		}
-	}
+	drainKeys(t, cc, keys)
 	redisCLI(t, cli, slices.Concat(auth, []string{"--cluster", "add-node", nodes[3].addr, addrs[0]})...)
 	waitKnown(t, nodes, 4)
 	waitAgree(t, nodes)
@@ -594,4 +562,29 @@ func TestReshardFix(t *testing.T) {
 	}
 	cc.ReloadState(ctx)
 	expectDrained(t, cc, keys)
+}
+
+// drainKeys spends all 5 calls of RL.FIXED k 5 600000 on reshardKey(0…keys-1),
+// pipelined 1000 keys at a time, and fails t unless every call was admitted.
+func drainKeys(t *testing.T, cc *redis.ClusterClient, keys int) {
+	t.Helper()
+	ctx := context.Background()
+	for from := 0; from < keys; from += 1000 {
+		cmds, err := cc.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := from; i < min(from+1000, keys); i++ {
+				for range 5 {
+					p.Do(ctx, "RL.FIXED", reshardKey(i), 5, 600000)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cmds {
+			if v, err := c.(*redis.Cmd).Slice(); err != nil || v[0] != int64(1) {
+				t.Fatalf("draining: %v %v", v, err)
+			}
+		}
+	}
 }
