@@ -155,15 +155,17 @@ func TestCheckImage(t *testing.T) {
 	}
 }
 
-// containerTool is podman, else docker. Without either the test skips, or fails
-// under RLSERVER_REQUIRE_PODMAN=1, as CI sets.
+// containerTool is podman, else a docker whose daemon answers (a docker client
+// alone cannot build). Without either the test skips, or fails under
+// RLSERVER_REQUIRE_PODMAN=1, as CI sets.
 func containerTool(t *testing.T) string {
-	for _, name := range []string{"podman", "docker"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
+	if path, err := exec.LookPath("podman"); err == nil {
+		return path
 	}
-	const hint = "neither podman nor docker on PATH"
+	if path, err := exec.LookPath("docker"); err == nil && exec.Command(path, "info").Run() == nil {
+		return path
+	}
+	const hint = "neither podman nor a docker with a running daemon on PATH"
 	if os.Getenv("RLSERVER_REQUIRE_PODMAN") == "1" {
 		t.Fatal(hint + " (RLSERVER_REQUIRE_PODMAN=1 makes this a failure)")
 	}

@@ -174,6 +174,7 @@ func TestConfigRewrite(t *testing.T) {
 // TestConfigResetStat: INFO's counters start again from zero; /metrics' do not.
 func TestConfigResetStat(t *testing.T) {
 	ts := startServer(t, Config{})
+	ts.core.SetClock(t0) // the second call's retry-after must not see a ms pass
 	rdb := ts.client(t, 2)
 	run(t, rdb, []call{{"RL.TOKEN k 1 1000", "[1 1 0 0 1000]"}, {"RL.TOKEN k 1 1000", "[0 1 0 1000 1000]"}})
 	run(t, rdb, []call{{"CONFIG RESETSTAT", "OK"}})

@@ -98,7 +98,9 @@ func TestMultiClusterAtomic(t *testing.T) {
 // go-redis drops a connection that answered READONLY.)
 func TestMultiReadOnlyReplica(t *testing.T) {
 	p := startServer(t, Config{})
-	r := startServer(t, Config{ReplicaOf: p.addr}).raw(t)
+	replica := startServer(t, Config{ReplicaOf: p.addr})
+	waitLinkUp(t, replica.client(t, 2)) // LOADING until the first sync, as Redis
+	r := replica.raw(t)
 	r.send("MULTI\r\nRL.TOKEN k 1 60000 PEEK\r\nRL.TOKEN k 1 60000\r\n" +
 		"RL.ALL TOKEN k 1 60000 TOKEN j 1 60000\r\nDEL k\r\nEXEC\r\n")
 	ro := "-" + errReadOnly + "\r\n"
