@@ -14,6 +14,7 @@ func open(t *testing.T, port int) *Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { top.Save() }) // before the directory goes: no write under way
 	return top
 }
 
@@ -58,6 +59,9 @@ func TestOpenKeepsTable(t *testing.T) {
 	if !strings.Contains(want, "[5->-"+b.Self().ID+"]") || !strings.Contains(want, "[300-<-"+b.Self().ID+"]") ||
 		!strings.Contains(want, " 3 connected 0-99 200") {
 		t.Fatalf("table:\n%s", want)
+	}
+	if err := a.Save(); err != nil {
+		t.Fatal(err)
 	}
 	again, err := Open(a.path, "127.0.0.1", 7000)
 	if err != nil {
@@ -148,6 +152,7 @@ func TestBadChanges(t *testing.T) {
 	}
 	exchange(t, a, b)
 	before := a.Describe()
+	a.Save()
 	conf, _ := os.ReadFile(a.path)
 	cases := []struct {
 		err  error
@@ -168,6 +173,7 @@ func TestBadChanges(t *testing.T) {
 			t.Errorf("got %v, want %q", tc.err, tc.want)
 		}
 	}
+	a.Save()
 	if got, _ := os.ReadFile(a.path); a.Describe() != before || string(got) != string(conf) {
 		t.Fatalf("refused changes changed the table:\n%s\nwas\n%s", a.Describe(), before)
 	}

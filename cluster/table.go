@@ -224,15 +224,45 @@ func (t *Topology) save() error {
 	if t.path == "" {
 		return nil
 	}
-	text := t.describe() + "vars currentEpoch " + strconv.FormatUint(t.current, 10) + " lastVoteEpoch 0\n"
-	tmp := filepath.Join(filepath.Dir(t.path), "."+filepath.Base(t.path)+".tmp")
+	return writeTable(t.path, t.fileText())
+}
+
+// fileText is the config file's content. t.mu is held.
+func (t *Topology) fileText() string {
+	return t.describe() + "vars currentEpoch " + strconv.FormatUint(t.current, 10) + " lastVoteEpoch 0\n"
+}
+
+// writeTable replaces the file at path with text through a rename.
+func writeTable(path, text string) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("error saving the cluster node config: %v", err)
 	}
-	if err := os.Rename(tmp, t.path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("error saving the cluster node config: %v", err)
 	}
 	return nil
+}
+
+// Save writes a change not yet in the config file, and returns the last write's
+// error. Changes are written off the changing command's path (changed), so Save is
+// what a server calls as it stops.
+func (t *Topology) Save() error {
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	t.mu.Lock()
+	if !t.unsaved {
+		t.mu.Unlock()
+		return t.saveErr
+	}
+	t.unsaved = false
+	text := t.fileText()
+	t.mu.Unlock()
+	err := writeTable(t.path, text)
+	t.mu.Lock()
+	t.saveErr = err
+	t.mu.Unlock()
+	return err
 }
 
 // maxEpoch is the highest config epoch of the table and the current epoch, as

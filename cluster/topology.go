@@ -53,6 +53,11 @@ type Topology struct {
 	forgotten map[string]int64
 	path      string // the config file; "" for none
 	changes   atomic.Uint64
+	// saveMu orders the writes of the file, the later table last; unsaved (a
+	// change not yet written) and saveErr (the last write's) are guarded by mu.
+	saveMu  sync.Mutex
+	unsaved bool
+	saveErr error
 
 	owner     [Slots]atomic.Pointer[peer]
 	migrating [Slots]atomic.Pointer[peer] // MIGRATING to that node

@@ -376,6 +376,9 @@ func (s *Server) serve(ln net.Listener, slot *net.Listener, rc *redcon.Server) e
 	s.Close()
 	s.stopPubSub()
 	s.conns.Wait()
+	if slot == &s.ln && s.cfg.Cluster != nil {
+		err = errors.Join(err, s.cfg.Cluster.Save()) // a change of the table not yet written
+	}
 	if s.ownCore {
 		err = errors.Join(err, s.core.Close())
 	}
