@@ -75,7 +75,8 @@ bench-replication:
 
 # A reshard of a quarter of the slots of a node of 1M RL.FIXED keys to an empty one with
 # redis-cli --cluster reshard while 8 ClusterClient goroutines call: keys moved per second,
-# and the calls' p99 during the move against before it (docs/scaling.md).
+# and the calls' p99 during the move against before it; then the same on two Redis Cluster
+# nodes in the same run (docs/scaling.md).
 bench-reshard:
 	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReshard$$' -benchtime 1x -v .
 
