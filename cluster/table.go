@@ -252,8 +252,9 @@ func (t *Topology) Save() error {
 	defer t.saveMu.Unlock()
 	t.mu.Lock()
 	if !t.unsaved {
+		err := t.saveErr
 		t.mu.Unlock()
-		return t.saveErr
+		return err
 	}
 	t.unsaved = false
 	text := t.fileText()
