@@ -16,8 +16,9 @@ import (
 //
 //	id host:port@cport flags master-id ping-sent pong-recv config-epoch link slot...
 //
-// flags "myself,master" or "master", master-id "-", the bus port 0 (there is no
-// bus), slots as "first-last" or "slot", and on this node's own line the slots
+// flags "myself,master" or "master", master-id "-" (a replica: "myself,slave" or
+// "slave" and its master's id, its epoch its master's, as Redis's nodeEpoch), the
+// bus port 0 (there is no bus), slots as "first-last" or "slot", and on this node's own line the slots
 // being moved: "[slot->-id]" (migrating to id) and "[slot-<-id]" (importing from
 // id). nodes.conf ends with "vars currentEpoch N lastVoteEpoch 0".
 
@@ -31,12 +32,15 @@ func (t *Topology) Describe() string {
 func (t *Topology) describe() string {
 	var b strings.Builder
 	for _, p := range t.peers {
-		flags := "master"
-		if p == t.self {
-			flags = "myself,master"
+		flags, master, epoch := "master", "-", p.epoch
+		if p.master != nil {
+			flags, master, epoch = "slave", p.master.ID, p.master.epoch
 		}
-		b.WriteString(p.ID + " " + p.Addr() + "@0 " + flags + " - 0 0 " +
-			strconv.FormatUint(p.epoch, 10) + " connected")
+		if p == t.self {
+			flags = "myself," + flags
+		}
+		b.WriteString(p.ID + " " + p.Addr() + "@0 " + flags + " " + master + " 0 0 " +
+			strconv.FormatUint(epoch, 10) + " connected")
 		for s := 0; s < Slots; s++ {
 			if t.owner[s].Load() != p {
 				continue
@@ -70,6 +74,7 @@ func (t *Topology) describe() string {
 type line struct {
 	node      Node
 	myself    bool
+	master    string // a replica's master id; "" for a master
 	epoch     uint64
 	slots     []Range
 	migrating map[uint16]string // slot → node id
@@ -107,6 +112,9 @@ func parseTable(text string) (lines []line, current uint64, err error) {
 		}
 		ln := line{node: Node{Host: host, Port: port, ID: f[0]}, epoch: epoch,
 			myself: strings.Contains(f[2], "myself")}
+		if strings.Contains(f[2], "slave") && f[3] != "-" {
+			ln.master = f[3]
+		}
 		for _, s := range f[8:] {
 			if err := ln.addSlots(s); err != nil {
 				return nil, 0, fmt.Errorf("cluster: %v in %q", err, l)
@@ -201,6 +209,9 @@ func Open(path, host string, port int) (*Topology, error) {
 		return nil, fmt.Errorf("%s: no line for this node (myself)", path)
 	}
 	for _, ln := range lines {
+		if ln.master != "" {
+			byID[ln.node.ID].master = byID[ln.master] // nil, a master, if unknown
+		}
 		for _, r := range ln.slots {
 			for s := int(r.First); s <= int(r.Last); s++ {
 				t.owner[s].Store(byID[ln.node.ID])
