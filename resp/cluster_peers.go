@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,9 @@ const (
 	exchangeTick    = 100 * time.Millisecond // how soon a change goes out
 	exchangeRefresh = time.Second            // how often an unchanged table goes out
 	exchangeTimeout = 2 * time.Second        // one exchange, connection included
+	// writableDelay bounds how long a restarted node waits for a peer's table before
+	// it serves its slots, as Redis's CLUSTER_WRITABLE_DELAY.
+	writableDelay = 2 * time.Second
 )
 
 // peerSet holds the connections to the other nodes and the exchange's state.
@@ -30,6 +34,13 @@ type peerSet struct {
 	busy    map[string]bool          // by host:port: an exchange under way
 	stop    chan struct{}            // closed by Close: ends exchangeLoop
 	closed  bool                     // stopPeers ran: no new connection
+	// rejoining is set while a node restarted with peers in its table has merged no
+	// peer's table yet: its slots answer CLUSTERDOWN, since a master that was failed
+	// over while it was down would otherwise serve them, stale, until it hears of it.
+	rejoining atomic.Bool
+	// pendingMaster is -replicaof's host:port until the table holds its node
+	// (cluster_replica.go); only exchangeLoop's goroutine uses it.
+	pendingMaster string
 }
 
 // errPeersClosed is an exchange or MIGRATE after the server closed.
@@ -94,8 +105,20 @@ func (s *Server) exchange(addr string) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.Merge(table)
+	changed, err := t.Merge(table)
+	s.merged(changed, err)
 	return err
+}
+
+// merged follows a merge of a peer's table: once one merged, a restarted node
+// serves; a change may give it a new master.
+func (s *Server) merged(changed bool, err error) {
+	if err == nil {
+		s.peers.rejoining.Store(false)
+	}
+	if changed {
+		s.followMaster()
+	}
 }
 
 // exchangeLoop sends the table to each peer that needs it, until Close.
@@ -108,6 +131,7 @@ func (s *Server) exchangeLoop() {
 			return
 		case <-tick.C:
 		}
+		s.resolveReplicaOf()
 		changes := s.cfg.Cluster.Changes()
 		for _, addr := range s.cfg.Cluster.Peers() {
 			s.peers.mu.Lock()
@@ -140,6 +164,11 @@ func (s *Server) startPeers() {
 		return
 	}
 	s.peers.stop = make(chan struct{})
+	if len(s.cfg.Cluster.Peers()) > 0 {
+		s.peers.rejoining.Store(true)
+		time.AfterFunc(writableDelay, func() { s.peers.rejoining.Store(false) })
+	}
+	s.startReplica()
 	go s.exchangeLoop()
 }
 

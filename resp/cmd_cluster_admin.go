@@ -142,7 +142,7 @@ func cmdClusterForget(s *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
-// cmdClusterReset serves CLUSTER RESET [SOFT|HARD], refused while the node holds keys.
+// cmdClusterReset serves CLUSTER RESET [SOFT|HARD], refused while a master holds keys.
 func cmdClusterReset(s *Server, c *client, args [][]byte, now int64) {
 	if !needCluster(s, c) {
 		return
@@ -162,7 +162,11 @@ func cmdClusterReset(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(errSyntax)
 		return
 	}
-	if s.store.Len(now) != 0 {
+	if _, replica := s.cfg.Cluster.Master(); replica {
+		// As Redis's clusterReset: a replica becomes an empty master.
+		s.repl.BecomePrimary()
+		s.store.Flush()
+	} else if s.store.Len(now) != 0 {
 		c.writeError("ERR CLUSTER RESET can't be called with master nodes containing keys")
 		return
 	}
@@ -219,7 +223,9 @@ func cmdClusterTable(s *Server, c *client, args [][]byte, _ int64) {
 	if !needCluster(s, c) {
 		return
 	}
-	if _, err := s.cfg.Cluster.Merge(string(args[2])); err != nil {
+	changed, err := s.cfg.Cluster.Merge(string(args[2]))
+	s.merged(changed, err)
+	if err != nil {
 		c.writeError("ERR " + err.Error())
 		return
 	}
