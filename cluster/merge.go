@@ -17,10 +17,10 @@ import (
 // ErrNotCluster is a table that is none: the peer is not a cluster node.
 var ErrNotCluster = errors.New("cluster: the peer sent no table")
 
-// Merge folds a peer's table (its Describe) into this one and reports whether
+// Merge folds a peer's table (its Table, or Describe) into this one and reports whether
 // anything changed; the change is saved.
 func (t *Topology) Merge(text string) (bool, error) {
-	lines, _, err := parseTable(text)
+	lines, current, err := parseTable(text)
 	if err != nil {
 		return false, err
 	}
@@ -44,6 +44,9 @@ func (t *Topology) Merge(text string) (bool, error) {
 		if until <= now {
 			delete(t.forgotten, id)
 		}
+	}
+	if current > t.current {
+		t.current, changed = current, true
 	}
 	var added []line
 	for _, ln := range lines {

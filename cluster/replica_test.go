@@ -163,3 +163,30 @@ func TestFollow(t *testing.T) {
 		t.Fatalf("slot 0 is %v's", n)
 	}
 }
+
+// TestCurrentEpochSpreads: a replica's own epoch is not on its line (its master's
+// is), but the tables carry the current epoch, so that a node promoted anywhere
+// takes an epoch above every node's.
+func TestCurrentEpochSpreads(t *testing.T) {
+	a, r, o := open(t, 7000), open(t, 7001), open(t, 7002)
+	for i, top := range []*Topology{a, r, o} {
+		if err := top.SetConfigEpoch(int64([]int{1, 7, 2}[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.AssignSlots([]Range{{0, Slots - 1}}, false); err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, a, r)
+	if _, err := r.Replicate(a.Self().ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, r, a)
+	exchange(t, a, o)
+	if !strings.Contains(lineOf(o, r.Self().ID), " 1 connected") {
+		t.Fatalf("the replica's line %q, want its master's epoch 1", lineOf(o, r.Self().ID))
+	}
+	if in := o.Info(); in.Current != 7 {
+		t.Fatalf("the third node's current epoch %d, want the replica's 7", in.Current)
+	}
+}

@@ -228,6 +228,19 @@ func Open(path, host string, port int) (*Topology, error) {
 	return t, nil
 }
 
+// Table is what a node sends its peers (CLUSTER RLTABLE) and keeps in its config
+// file: Describe's lines and the current epoch, which Redis's nodes send in every
+// message's header, so that a promoted replica's new epoch is above every node's.
+func (t *Topology) Table() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.table()
+}
+
+func (t *Topology) table() string {
+	return t.describe() + "vars currentEpoch " + strconv.FormatUint(t.current, 10) + " lastVoteEpoch 0\n"
+}
+
 // save writes the table to the config file, whole, through a rename: a crash leaves
 // the old file or the new one. t.mu is held, or t is not shared yet.
 func (t *Topology) save() error {
@@ -235,7 +248,7 @@ func (t *Topology) save() error {
 	if t.path == "" {
 		return nil
 	}
-	text := t.describe() + "vars currentEpoch " + strconv.FormatUint(t.current, 10) + " lastVoteEpoch 0\n"
+	text := t.table()
 	tmp := filepath.Join(filepath.Dir(t.path), "."+filepath.Base(t.path)+".tmp")
 	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("error saving the cluster node config: %v", err)

@@ -95,7 +95,7 @@ func (s *Server) exchange(addr string) error {
 	if rdb == nil {
 		return errPeersClosed
 	}
-	table, err := rdb.Do(ctx, "CLUSTER", "RLTABLE", t.Describe()).Text()
+	table, err := rdb.Do(ctx, "CLUSTER", "RLTABLE", t.Table()).Text()
 	s.peers.mu.Lock()
 	if s.peers.sent == nil {
 		s.peers.sent = map[string]sentTable{}

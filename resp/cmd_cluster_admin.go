@@ -216,7 +216,7 @@ func cmdClusterMeet(s *Server, c *client, args [][]byte, _ int64) {
 }
 
 // cmdClusterTable serves CLUSTER RLTABLE table, rlserver's own: a peer's table
-// (cluster.Topology.Describe) is merged into this node's, and this node's is the
+// (cluster.Topology.Table) is merged into this node's, and this node's is the
 // reply. It is how -cluster-enabled nodes learn of each other and of each other's
 // slots, over the client port (cluster/merge.go).
 func cmdClusterTable(s *Server, c *client, args [][]byte, _ int64) {
@@ -229,7 +229,7 @@ func cmdClusterTable(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError("ERR " + err.Error())
 		return
 	}
-	c.w.WriteBulkString(s.cfg.Cluster.Describe())
+	c.w.WriteBulkString(s.cfg.Cluster.Table())
 }
 
 // cmdAsking serves ASKING: the next command may use a slot being moved here.
