@@ -22,6 +22,7 @@ import (
 // nodeLine is one line of CLUSTER NODES.
 type nodeLine struct {
 	id, addr, master string // master: a replica's master id, "" for a master
+	epoch            uint64 // a replica's is its master's
 	myself           bool
 	slots            string // the slot fields, space-separated
 }
@@ -37,7 +38,8 @@ func clusterTable(t testing.TB, n *enabledNode) map[string]nodeLine {
 	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
 		f := strings.Fields(l)
 		addr, _, _ := strings.Cut(f[1], "@")
-		ln := nodeLine{id: f[0], addr: addr, myself: strings.Contains(f[2], "myself"), slots: strings.Join(f[8:], " ")}
+		epoch, _ := strconv.ParseUint(f[6], 10, 64)
+		ln := nodeLine{id: f[0], addr: addr, epoch: epoch, myself: strings.Contains(f[2], "myself"), slots: strings.Join(f[8:], " ")}
 		if strings.Contains(f[2], "slave") {
 			ln.master = f[3]
 		}
@@ -106,7 +108,8 @@ func byAddr(nodes []*enabledNode, addr string) *enabledNode {
 
 // TestClusterReplicas builds a cluster of three masters and a replica each with the
 // real redis-cli (create --cluster-replicas 1), adds a second replica to one shard
-// (add-node --cluster-slave --cluster-master-id), and checks it (--cluster check,
+// (add-node --cluster-slave --cluster-master-id) and one to another (a node started
+// with -replicaof), and checks it (--cluster check,
 // CLUSTER NODES, SLOTS and SHARDS on every node, MOVED from a replica). Keys
 // drained through a ClusterClient, three real Sentinels watch each shard's master
 // under its own name; that shard's master is killed with SIGKILL, Sentinel promotes
@@ -140,6 +143,24 @@ func TestClusterReplicas(t *testing.T) {
 	table = waitRoles(t, nodes, "the second replica of "+victim.addr, func(tb map[string]nodeLine) bool {
 		return len(tb) == 7 && replicasOf(tb, victim.id) == 2
 	})
+	// An eighth node, started with -replicaof, meets the cluster through its master.
+	addr, err := launch.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagged := &enabledNode{addr: addr, dir: t.TempDir(), frozen: nodes[0].frozen, extra: []string{"-replicaof", masters[1].addr}}
+	if err := flagged.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if flagged.proc != nil {
+			flagged.proc.stop()
+		}
+	})
+	nodes = append(nodes, flagged)
+	table = waitRoles(t, nodes, "the -replicaof node a replica of "+masters[1].addr, func(tb map[string]nodeLine) bool {
+		return len(tb) == 8 && replicasOf(tb, masters[1].id) == 2
+	})
 	clusterCheck(t, cli, addrs[0])
 	checkSlotsShards(t, nodes, table)
 
@@ -163,6 +184,7 @@ func TestClusterReplicas(t *testing.T) {
 	h := startFailoverHammer(cc, keys)
 	defer h.stop()
 	time.Sleep(time.Second)
+	epochBefore := clusterEpoch(t, nodes[1], "cluster_current_epoch")
 	old := byAddr(nodes, victim.addr)
 	old.proc.client.Close()
 	old.proc.Kill()
@@ -185,6 +207,10 @@ func TestClusterReplicas(t *testing.T) {
 		return false
 	})
 	t.Logf("%s promoted %v after the kill; the nodes agree", promoted.addr, time.Since(killed))
+	// As a Redis failover: a new epoch, the highest.
+	if e := clusterEpoch(t, byAddr(nodes, promoted.addr), "cluster_current_epoch"); promoted.epoch != e || e <= epochBefore {
+		t.Fatalf("the promoted replica's epoch %d, the current epoch %d, before the failover %d", promoted.epoch, e, epochBefore)
+	}
 	waitUntil(t, 30*time.Second, "calls through the ClusterClient", func() bool {
 		return cc.Do(ctx, "RL.FIXED", reshardKey(rand.IntN(keys)), 5, 600000).Err() == nil
 	})
@@ -197,6 +223,18 @@ func TestClusterReplicas(t *testing.T) {
 	if err := old.start(); err != nil {
 		t.Fatal(err)
 	}
+	var oldKey string
+	for i := 0; oldKey == ""; i++ {
+		if k := reshardKey(i); owns(victim.slots, cluster.Slot([]byte(k))) {
+			oldKey = k
+		}
+	}
+	// Before it hears the others it answers CLUSTERDOWN, after MOVED: never admits.
+	err = old.proc.client.Do(ctx, "RL.FIXED", oldKey, 5, 600000).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "CLUSTERDOWN") && !strings.HasPrefix(err.Error(), "MOVED") {
+		t.Fatalf("the old master, restarted, answers %s with %v", oldKey, err)
+	}
+	t.Logf("the old master, just restarted, answers %v", err)
 	table = waitRoles(t, nodes, "the old master a replica of "+promoted.addr, func(tb map[string]nodeLine) bool {
 		return tb[victim.id].master == promoted.id && tb[victim.id].slots == "" && replicasOf(tb, promoted.id) == 2
 	})
@@ -211,6 +249,23 @@ func TestClusterReplicas(t *testing.T) {
 	checkSlotsShards(t, nodes, table)
 	cc.ReloadState(ctx)
 	expectDrained(t, cc, keys)
+}
+
+// clusterEpoch reads one epoch field of n's CLUSTER INFO.
+func clusterEpoch(t *testing.T, n *enabledNode, field string) uint64 {
+	t.Helper()
+	info, err := n.proc.client.ClusterInfo(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			e, _ := strconv.ParseUint(v, 10, 64)
+			return e
+		}
+	}
+	t.Fatalf("%s: no %s in CLUSTER INFO", n.addr, field)
+	return 0
 }
 
 // checkSlotsShards requires every node's CLUSTER SLOTS and SHARDS to list each

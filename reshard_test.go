@@ -28,7 +28,8 @@ const reshardKeysPerNode = 10_000
 // (nodes.conf and the snapshot), process, and the time its clock is frozen at.
 type enabledNode struct {
 	addr, dir string
-	password  string // -requirepass, if any
+	password  string   // -requirepass, if any
+	extra     []string // more flags
 	proc      *process
 	frozen    int64
 }
@@ -41,7 +42,7 @@ func (n *enabledNode) start() error {
 	if n.password != "" {
 		args = append(args, "-requirepass", n.password)
 	}
-	p, err := startNode(n.addr, args...)
+	p, err := startNode(n.addr, append(args, n.extra...)...)
 	if err != nil {
 		return err
 	}
