@@ -27,7 +27,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestClusterReplicaInProcess makes one in-process node the replica of another
 // (CLUSTER REPLICATE): it holds the master's keys, answers MOVED to it with or
 // without READONLY, and both tables say so. Promoted (REPLICAOF NO ONE), it owns the
-// slots and the keys, and the old master, hearing its higher epoch, follows it.
+// slots and the keys, and the old master, hearing its higher epoch, follows it;
+// reset, it is an empty master.
 // Run with -race, it checks the table's changes against the replication's.
 func TestClusterReplicaInProcess(t *testing.T) {
 	ctx := context.Background()
@@ -82,6 +83,16 @@ func TestClusterReplicaInProcess(t *testing.T) {
 	}
 	if err := a.Do(ctx, "REPLICAOF", "127.0.0.1", 1).Err(); err == nil || !strings.Contains(err.Error(), "no cluster node at 127.0.0.1:1") {
 		t.Fatalf("REPLICAOF of no node: %v", err)
+	}
+	// CLUSTER RESET of a replica, keys and all: an empty master, as Redis's.
+	if err := a.Do(ctx, "CLUSTER", "RESET").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, role := a.DBSize(ctx).Val(), a.Do(ctx, "ROLE").Val().([]any)[0]; n != 0 || role != "master" {
+		t.Fatalf("after RESET: %d keys, role %v", n, role)
+	}
+	if nodes := a.ClusterNodes(ctx).Val(); strings.Count(nodes, "\n") != 1 || !strings.Contains(nodes, "myself,master - ") {
+		t.Fatalf("after RESET:\n%s", nodes)
 	}
 }
 
