@@ -34,10 +34,13 @@ type peerSet struct {
 	busy    map[string]bool          // by host:port: an exchange under way
 	stop    chan struct{}            // closed by Close: ends exchangeLoop
 	closed  bool                     // stopPeers ran: no new connection
-	// rejoining is set while a node restarted with peers in its table has merged no
-	// peer's table yet: its slots answer CLUSTERDOWN, since a master that was failed
-	// over while it was down would otherwise serve them, stale, until it hears of it.
+	// rejoining is set while a node restarted with peers in its table has not yet
+	// exchanged tables with each (unheard, by host:port, under mu), for at most
+	// writableDelay: its slots answer CLUSTERDOWN, since a master failed over while
+	// it was down would otherwise serve them, stale, until its promoted replica's
+	// claim reaches it. Only that node's own table carries the claim.
 	rejoining atomic.Bool
+	unheard   map[string]bool
 	// pendingMaster is -replicaof's host:port until the table holds its node
 	// (cluster_replica.go); only exchangeLoop's goroutine uses it.
 	pendingMaster string
@@ -102,22 +105,26 @@ func (s *Server) exchange(addr string) error {
 	}
 	s.peers.sent[addr] = sentTable{changes, time.Now(), err != nil}
 	s.peers.mu.Unlock()
+	defer s.heard(addr) // after the merge: the peer's claims apply before this node serves
 	if err != nil {
 		return err
 	}
 	changed, err := t.Merge(table)
-	s.merged(changed, err)
+	if changed {
+		s.followMaster()
+	}
 	return err
 }
 
-// merged follows a merge of a peer's table: once one merged, a restarted node
-// serves; a change may give it a new master.
-func (s *Server) merged(changed bool, err error) {
-	if err == nil {
-		s.peers.rejoining.Store(false)
-	}
-	if changed {
-		s.followMaster()
+// heard ends a restarted node's wait for addr's table (rejoining).
+func (s *Server) heard(addr string) {
+	s.peers.mu.Lock()
+	defer s.peers.mu.Unlock()
+	if s.peers.unheard[addr] {
+		delete(s.peers.unheard, addr)
+		if len(s.peers.unheard) == 0 {
+			s.peers.rejoining.Store(false)
+		}
 	}
 }
 
@@ -164,7 +171,11 @@ func (s *Server) startPeers() {
 		return
 	}
 	s.peers.stop = make(chan struct{})
-	if len(s.cfg.Cluster.Peers()) > 0 {
+	if peers := s.cfg.Cluster.Peers(); len(peers) > 0 {
+		s.peers.unheard = map[string]bool{}
+		for _, addr := range peers {
+			s.peers.unheard[addr] = true
+		}
 		s.peers.rejoining.Store(true)
 		time.AfterFunc(writableDelay, func() { s.peers.rejoining.Store(false) })
 	}

@@ -224,10 +224,12 @@ func cmdClusterTable(s *Server, c *client, args [][]byte, _ int64) {
 		return
 	}
 	changed, err := s.cfg.Cluster.Merge(string(args[2]))
-	s.merged(changed, err)
 	if err != nil {
 		c.writeError("ERR " + err.Error())
 		return
+	}
+	if changed {
+		s.followMaster()
 	}
 	c.w.WriteBulkString(s.cfg.Cluster.Table())
 }
