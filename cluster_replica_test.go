@@ -23,7 +23,6 @@ import (
 type nodeLine struct {
 	id, addr, master string // master: a replica's master id, "" for a master
 	epoch            uint64 // a replica's is its master's
-	myself           bool
 	slots            string // the slot fields, space-separated
 }
 
@@ -39,7 +38,7 @@ func clusterTable(t testing.TB, n *enabledNode) map[string]nodeLine {
 		f := strings.Fields(l)
 		addr, _, _ := strings.Cut(f[1], "@")
 		epoch, _ := strconv.ParseUint(f[6], 10, 64)
-		ln := nodeLine{id: f[0], addr: addr, epoch: epoch, myself: strings.Contains(f[2], "myself"), slots: strings.Join(f[8:], " ")}
+		ln := nodeLine{id: f[0], addr: addr, epoch: epoch, slots: strings.Join(f[8:], " ")}
 		if strings.Contains(f[2], "slave") {
 			ln.master = f[3]
 		}
@@ -109,13 +108,13 @@ func byAddr(nodes []*enabledNode, addr string) *enabledNode {
 // TestClusterReplicas builds a cluster of three masters and a replica each with the
 // real redis-cli (create --cluster-replicas 1), adds a second replica to one shard
 // (add-node --cluster-slave --cluster-master-id) and one to another (a node started
-// with -replicaof), and checks it (--cluster check,
-// CLUSTER NODES, SLOTS and SHARDS on every node, MOVED from a replica). Keys
-// drained through a ClusterClient, three real Sentinels watch each shard's master
-// under its own name; that shard's master is killed with SIGKILL, Sentinel promotes
-// a replica, which takes the slots with a new, highest epoch: every node agrees,
-// the ClusterClient follows, and no drained key admits a call. Restarted, the old
-// master becomes a replica of the new one. The clocks are frozen mid-window.
+// with -replicaof), and checks it: --cluster check, CLUSTER NODES, SLOTS and SHARDS
+// on every node, MOVED from a replica. Keys drained through a ClusterClient, three
+// real Sentinels watch each shard's master under its own name; shard0's master is
+// killed with SIGKILL, Sentinel promotes a replica, which takes the slots with a
+// new, highest epoch: every node agrees, the ClusterClient follows, and no drained
+// key admits a call. Restarted, the old master answers no call and becomes a
+// replica of the new one. The clocks are frozen mid-window.
 func TestClusterReplicas(t *testing.T) {
 	needServer(t)
 	cli := testenv.RedisTool(t, "redis-cli")
