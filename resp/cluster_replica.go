@@ -95,10 +95,19 @@ func (s *Server) followMaster() {
 
 // startReplica starts a -cluster-enabled node's replication as configured: the
 // table's master, or -replicaof's node, which the exchange loop resolves (the
-// table may learn of it only from the node itself).
+// table may learn of it only from the node itself). A node whose config file gives
+// it slots was promoted since its -replicaof was written: the file wins, or the
+// slots would go to its old master.
 func (s *Server) startReplica() {
+	t := s.cfg.Cluster
 	if s.cfg.ReplicaOf == "" {
 		s.followMaster()
+		return
+	}
+	if len(t.Ranges(t.Self().ID)) > 0 {
+		s.log.Warn("-replicaof ignored: the cluster config file gives this node slots; REPLICAOF or CLUSTER REPLICATE make it a replica",
+			"replicaof", s.cfg.ReplicaOf)
+		s.repl.BecomePrimary()
 		return
 	}
 	host, port, err := replication.ParseReplicaOf(s.cfg.ReplicaOf)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,5 +127,36 @@ func TestClusterStaticNoReplicas(t *testing.T) {
 	}
 	if err := rdb.Do(ctx, "CLUSTER", "REPLICATE", top.Nodes()[1].ID).Err(); err == nil || err.Error() != "ERR "+cluster.ErrStatic.Error() {
 		t.Fatalf("CLUSTER REPLICATE: %v", err)
+	}
+}
+
+// TestClusterReplicaOfIgnoredWithSlots: a node whose config file gives it slots was
+// promoted since its -replicaof was written: it starts a master of its slots.
+func TestClusterReplicaOfIgnoredWithSlots(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := cluster.Open(filepath.Join(t.TempDir(), "nodes.conf"), "127.0.0.1", ln.Addr().(*net.TCPAddr).Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := top.AssignSlots([]cluster.Range{{First: 0, Last: cluster.Slots - 1}}, false); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := resp.NewServer(resp.Config{Cluster: top, ReplicaOf: "127.0.0.1:1", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2})
+	defer rdb.Close()
+	ctx := context.Background()
+	if role := rdb.Do(ctx, "ROLE").Val().([]any)[0]; role != "master" {
+		t.Fatalf("ROLE %v", role)
+	}
+	if err := rdb.Do(ctx, "RL.FIXED", "k", 5, 600000).Err(); err != nil {
+		t.Fatal(err)
 	}
 }
