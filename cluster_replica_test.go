@@ -78,7 +78,11 @@ func waitRoles(t testing.TB, nodes []*enabledNode, what string, ok func(map[stri
 			return table
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 30 s; the nodes' tables:\n%s", what, strings.Join(sigs, "\n"))
+			var b strings.Builder
+			for _, n := range nodes {
+				fmt.Fprintf(&b, "%s's CLUSTER NODES:\n%s", n.addr, n.proc.client.ClusterNodes(context.Background()).Val())
+			}
+			t.Fatalf("no %s within 30 s; agreeing %v\n%s", what, agree, b.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -200,7 +204,7 @@ func TestClusterReplicas(t *testing.T) {
 	// three name, unchanged for 2 s.
 	var promoted nodeLine
 	named := settledMaster(t, sentinels, "shard0", victim.addr)
-	table = waitRoles(t, live, "the promoted replica owning "+victim.addr+"'s slots", func(tb map[string]nodeLine) bool {
+	table = waitRoles(t, live, named+", the Sentinels' choice, owning "+victim.addr+"'s slots", func(tb map[string]nodeLine) bool {
 		for _, ln := range tb {
 			if ln.master == "" && ln.slots == victim.slots && ln.addr == named {
 				promoted = ln
@@ -272,7 +276,7 @@ func clusterEpoch(t *testing.T, n *enabledNode, field string) uint64 {
 }
 
 // checkSlotsShards requires every node's CLUSTER SLOTS and SHARDS to list each
-// master's replicas after it, as table has them.
+// master's replicas after it, and REPLICAS to list them, as table has them.
 func checkSlotsShards(t *testing.T, nodes []*enabledNode, table map[string]nodeLine) {
 	t.Helper()
 	ctx := context.Background()
@@ -322,6 +326,9 @@ func checkSlotsShards(t *testing.T, nodes []*enabledNode, table map[string]nodeL
 			slices.Sort(got)
 			if !slices.Equal(got, replicas(sh.Nodes[0].ID)) || len(sh.Slots) == 0 {
 				t.Fatalf("%s: CLUSTER SHARDS %+v, want replicas %v", n.addr, sh, replicas(sh.Nodes[0].ID))
+			}
+			if lines, err := n.proc.client.Do(ctx, "CLUSTER", "REPLICAS", sh.Nodes[0].ID).StringSlice(); err != nil || len(lines) != len(got) {
+				t.Fatalf("%s: CLUSTER REPLICAS %s: %q %v, want %d lines", n.addr, sh.Nodes[0].ID, lines, err, len(got))
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package cluster
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Replicas, as Redis Cluster has them: a replica owns no slot, names its master in
 // the table, and takes its master's slots with a new, highest epoch when promoted
@@ -125,4 +128,27 @@ func (t *Topology) Shards() [][]Node {
 		shards = append(shards, shard)
 	}
 	return shards
+}
+
+// DescribeReplicas is CLUSTER REPLICAS id: the CLUSTER NODES lines of the master
+// id's replicas, checked as Redis checks it.
+func (t *Topology) DescribeReplicas(id string) ([]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.lookup(id)
+	switch {
+	case m == nil:
+		return nil, errors.New("Unknown node " + id)
+	case m.master != nil:
+		return nil, errors.New("The specified node is not a master")
+	}
+	var lines []string
+	for _, p := range t.peers {
+		if p.master == m {
+			var b strings.Builder
+			t.describeNode(&b, p)
+			lines = append(lines, b.String())
+		}
+	}
+	return lines, nil
 }

@@ -68,6 +68,12 @@ func TestReplicaLines(t *testing.T) {
 	if n, _ := o.Owner(5); n.ID != aID {
 		t.Fatalf("slot 5 is %v's, want the master's", n)
 	}
+	if lines, err := o.DescribeReplicas(aID); err != nil || len(lines) != 1 || lines[0] != want {
+		t.Fatalf("REPLICAS of the master: %q %v", lines, err)
+	}
+	if _, err := o.DescribeReplicas(rID); err == nil || err.Error() != "The specified node is not a master" {
+		t.Fatalf("REPLICAS of the replica: %v", err)
+	}
 }
 
 // TestReplicateChecks: CLUSTER REPLICATE's preconditions, in Redis's order and

@@ -32,42 +32,47 @@ func (t *Topology) Describe() string {
 func (t *Topology) describe() string {
 	var b strings.Builder
 	for _, p := range t.peers {
-		flags, master, epoch := "master", "-", p.epoch
-		if p.master != nil {
-			flags, master, epoch = "slave", p.master.ID, p.master.epoch
-		}
-		if p == t.self {
-			flags = "myself," + flags
-		}
-		b.WriteString(p.ID + " " + p.Addr() + "@0 " + flags + " " + master + " 0 0 " +
-			strconv.FormatUint(epoch, 10) + " connected")
-		for s := 0; s < Slots; s++ {
-			if t.owner[s].Load() != p {
-				continue
-			}
-			e := s
-			for e+1 < Slots && t.owner[e+1].Load() == p {
-				e++
-			}
-			b.WriteString(" " + strconv.Itoa(s))
-			if e > s {
-				b.WriteString("-" + strconv.Itoa(e))
-			}
-			s = e
-		}
-		if p == t.self {
-			for s := range Slots {
-				if to := t.migrating[s].Load(); to != nil {
-					b.WriteString(" [" + strconv.Itoa(s) + "->-" + to.ID + "]")
-				}
-				if from := t.importing[s].Load(); from != nil {
-					b.WriteString(" [" + strconv.Itoa(s) + "-<-" + from.ID + "]")
-				}
-			}
-		}
+		t.describeNode(&b, p)
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// describeNode writes p's line, without its "\n". t.mu is held.
+func (t *Topology) describeNode(b *strings.Builder, p *peer) {
+	flags, master, epoch := "master", "-", p.epoch
+	if p.master != nil {
+		flags, master, epoch = "slave", p.master.ID, p.master.epoch
+	}
+	if p == t.self {
+		flags = "myself," + flags
+	}
+	b.WriteString(p.ID + " " + p.Addr() + "@0 " + flags + " " + master + " 0 0 " +
+		strconv.FormatUint(epoch, 10) + " connected")
+	for s := 0; s < Slots; s++ {
+		if t.owner[s].Load() != p {
+			continue
+		}
+		e := s
+		for e+1 < Slots && t.owner[e+1].Load() == p {
+			e++
+		}
+		b.WriteString(" " + strconv.Itoa(s))
+		if e > s {
+			b.WriteString("-" + strconv.Itoa(e))
+		}
+		s = e
+	}
+	if p == t.self {
+		for s := range Slots {
+			if to := t.migrating[s].Load(); to != nil {
+				b.WriteString(" [" + strconv.Itoa(s) + "->-" + to.ID + "]")
+			}
+			if from := t.importing[s].Load(); from != nil {
+				b.WriteString(" [" + strconv.Itoa(s) + "-<-" + from.ID + "]")
+			}
+		}
+	}
 }
 
 // line is one parsed line of the table.

@@ -28,6 +28,22 @@ func cmdClusterReplicate(s *Server, c *client, args [][]byte, now int64) {
 	c.w.WriteString("OK")
 }
 
+// cmdClusterReplicas serves CLUSTER REPLICAS (and SLAVES) node-id.
+func cmdClusterReplicas(s *Server, c *client, args [][]byte, _ int64) {
+	if !needCluster(s, c) {
+		return
+	}
+	lines, err := s.cfg.Cluster.DescribeReplicas(string(args[2]))
+	if err != nil {
+		c.writeError("ERR " + err.Error())
+		return
+	}
+	c.w.WriteArray(len(lines))
+	for _, l := range lines {
+		c.w.WriteBulkString(l)
+	}
+}
+
 // clusterReplicaOf serves REPLICAOF in cluster mode. NO ONE promotes this node: it
 // takes writes, then its old master's slots with a new, highest epoch. host port
 // makes it a replica of the cluster's node there, met first if the table lacks it.

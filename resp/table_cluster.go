@@ -106,6 +106,13 @@ var clusterCommands = []*command{
 				run: cmdClusterNodes,
 			},
 			{
+				name: "replicas", arity: 3, flags: []string{"admin", "stale"},
+				summary: "List the replicas of the master node-id, each as its CLUSTER NODES line.",
+				group:   groupCluster, complexity: "O(n) in the nodes",
+				args: []arg{{name: "node-id", typ: "string"}},
+				run:  cmdClusterReplicas,
+			},
+			{
 				name: "replicate", arity: 3, flags: flagsClusterAdmin,
 				summary: "Become a replica of the master node-id: own no slot, replicate it, answer MOVED to it.",
 				group:   groupCluster, complexity: "O(1); the sync is O(n) in the keys, in the background",
@@ -158,6 +165,13 @@ var clusterCommands = []*command{
 				summary: "Describe every shard, one node each: its slots and the node's id, address, role and health.",
 				group:   groupCluster, complexity: "O(n) in the nodes",
 				run: cmdClusterShards,
+			},
+			{
+				name: "slaves", arity: 3, flags: []string{"admin", "stale"},
+				summary: "The old name of CLUSTER REPLICAS.",
+				group:   groupCluster, complexity: "O(n) in the nodes",
+				args: []arg{{name: "node-id", typ: "string"}},
+				run:  cmdClusterReplicas,
 			},
 			{
 				name: "slots", arity: 2, flags: []string{"loading", "stale"},
