@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,8 +182,8 @@ func TestClusterReplicas(t *testing.T) {
 	}
 
 	sentinels := startShardSentinels(t, masters)
-	h := startFailoverHammer(cc, keys)
-	defer h.stop()
+	h := startHammer(cc, keys, 8)
+	defer h.halt()
 	time.Sleep(time.Second)
 	epochBefore := clusterEpoch(t, nodes[1], "cluster_current_epoch")
 	old := byAddr(nodes, victim.addr)
@@ -251,7 +249,7 @@ func TestClusterReplicas(t *testing.T) {
 			strings.Contains(info, "master_port:"+promoted.addr[strings.LastIndex(promoted.addr, ":")+1:])
 	})
 	time.Sleep(time.Second)
-	h.finish(t)
+	h.finish(t, "from the kill to the old master's return", true)
 	clusterCheck(t, cli, promoted.addr)
 	checkSlotsShards(t, nodes, table)
 	cc.ReloadState(ctx)
@@ -454,60 +452,4 @@ func masterName(s *haNode, name string) string {
 		return ""
 	}
 	return net.JoinHostPort(a[0], a[1])
-}
-
-// failoverHammer calls the drained keys from 8 goroutines through a ClusterClient,
-// counting calls, admissions (none may be) and errors (expected while a master is
-// down, until the client follows its replica's promotion).
-type failoverHammer struct {
-	calls, admitted, failed atomic.Int64
-	firstAdmit              atomic.Value
-	done                    chan struct{}
-	once                    sync.Once
-	wg                      sync.WaitGroup
-}
-
-func startFailoverHammer(cc *redis.ClusterClient, keys int) *failoverHammer {
-	h := &failoverHammer{done: make(chan struct{})}
-	for g := range 8 {
-		h.wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(g), 26))
-			for {
-				select {
-				case <-h.done:
-					return
-				default:
-				}
-				k := reshardKey(rng.IntN(keys))
-				v, err := cc.Do(context.Background(), "RL.FIXED", k, 5, 600000).Slice()
-				h.calls.Add(1)
-				switch {
-				case err != nil:
-					h.failed.Add(1)
-					time.Sleep(10 * time.Millisecond)
-				case v[0] != int64(0):
-					h.admitted.Add(1)
-					h.firstAdmit.CompareAndSwap(nil, fmt.Sprintf("%s admitted: %v", k, v))
-				}
-				time.Sleep(time.Millisecond)
-			}
-		})
-	}
-	return h
-}
-
-// stop ends the goroutines.
-func (h *failoverHammer) stop() {
-	h.once.Do(func() { close(h.done) })
-	h.wg.Wait()
-}
-
-// finish stops the goroutines and fails t for any call admitted.
-func (h *failoverHammer) finish(t *testing.T) {
-	t.Helper()
-	h.stop()
-	t.Logf("%d calls, %d admitted, %d failed (while the master was down)", h.calls.Load(), h.admitted.Load(), h.failed.Load())
-	if h.admitted.Load() != 0 {
-		t.Fatalf("%d calls on drained keys admitted; first: %v", h.admitted.Load(), h.firstAdmit.Load())
-	}
 }
