@@ -79,6 +79,11 @@ func (t *Topology) Merge(text string) (bool, error) {
 	}
 	if p := t.lookup(sender.node.ID); p != nil {
 		changed = t.mergeSender(p, sender) || changed
+		for i := range lines {
+			if lines[i].node.ID == t.self.ID && p.master == t.self && t.self.master == nil {
+				changed = t.adopt(p, &lines[i]) || changed
+			}
+		}
 	}
 	if !changed {
 		return false, nil

@@ -37,8 +37,10 @@ func (t *Topology) Replicate(id string, keys int) (Node, error) {
 // Follow is REPLICAOF host port in cluster mode, which Sentinel sends: this node
 // becomes a replica of the node at addr (host:port), whatever role this table
 // gives it (an old master learns of its replica's promotion from Sentinel as well
-// as from the tables), and gives up its own slots, as Redis's clusterSetMaster. It
-// reports false when no node of the table is at addr.
+// as from the tables). A master hands its slots to its new master, which takes
+// them when it hears of it (adopt): Sentinel may name as a shard's master a node
+// that holds no slot (two replicas promoted at once). It reports false when no
+// node of the table is at addr.
 func (t *Topology) Follow(addr string) (Node, bool, error) {
 	if t.static {
 		return Node{}, false, ErrStatic
@@ -61,17 +63,39 @@ func (t *Topology) Follow(addr string) (Node, bool, error) {
 	return p.Node, true, t.changed()
 }
 
-// setMaster makes this node a replica of p: a master's slots become nobody's until
-// their new owner claims them, and its slots being moved are closed. t.mu is held.
+// setMaster makes this node a replica of p: a master's slots are p's in this
+// table, and its slots being moved are closed. t.mu is held.
 func (t *Topology) setMaster(p *peer) {
 	if t.self.master == nil {
 		for s := range Slots {
-			t.owner[s].CompareAndSwap(t.self, nil)
+			t.owner[s].CompareAndSwap(t.self, p)
 			t.migrating[s].Store(nil)
 			t.importing[s].Store(nil)
 		}
 	}
 	t.self.master = p
+}
+
+// adopt takes the slots this node's replica p, in its table ln, gives it and still
+// owns in this one: those it held when it was made a replica (Follow). A new,
+// highest epoch makes this node's claim on them win everywhere. t.mu is held.
+func (t *Topology) adopt(p *peer, ln *line) bool {
+	n := 0
+	for _, r := range ln.slots {
+		for s := int(r.First); s <= int(r.Last); s++ {
+			if t.owner[s].Load() == p {
+				t.owner[s].Store(t.self)
+				t.unclaimed[s] = false
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return false
+	}
+	t.current = t.maxEpoch() + 1
+	t.self.epoch = t.current
+	return true
 }
 
 // Promote is REPLICAOF NO ONE on a replica: this node becomes a master and takes

@@ -196,3 +196,32 @@ func TestCurrentEpochSpreads(t *testing.T) {
 		t.Fatalf("the third node's current epoch %d, want the replica's 7", in.Current)
 	}
 }
+
+// TestFollowHandsOver: a master told to replicate a master without slots (Sentinel
+// naming the other of two replicas promoted at once) hands it its slots, which it
+// takes with a new, highest epoch; a third node follows.
+func TestFollowHandsOver(t *testing.T) {
+	a, r, o := shard(t)
+	if _, err := r.Promote(); err != nil { // r takes a's slots at epoch 2
+		t.Fatal(err)
+	}
+	exchange(t, r, o)
+	b := open(t, 7003) // a master of no slot
+	exchange(t, b, o)
+	exchange(t, b, r)
+	if _, _, err := r.Follow(b.Self().Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := r.Owner(0); n.ID != b.Self().ID {
+		t.Fatalf("r hands slot 0 to %v", n)
+	}
+	exchange(t, r, b)
+	if !b.Owns(0) || !b.Owns(Slots-1) || b.Info().MyEpoch <= 2 {
+		t.Fatalf("b owns 0 %v, epoch %d", b.Owns(0), b.Info().MyEpoch)
+	}
+	exchange(t, b, o)
+	exchange(t, a, o)
+	if n, _ := o.Owner(100); n.ID != b.Self().ID {
+		t.Fatalf("the third node gives slot 100 to %v", n)
+	}
+}
