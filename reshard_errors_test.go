@@ -16,7 +16,9 @@ import (
 // TestClusterBadInputAsRedis sends the cluster commands' bad input to a real
 // three-master Redis Cluster and to three -cluster-enabled rlserver nodes, both built
 // by redis-cli --cluster create (so node 0 owns slots 0-5460 on both): SETSLOT of a
-// slot that is not the node's, of an unknown node, FORGET of an unknown id, slots
+// slot that is not the node's, of an unknown node, FORGET of an unknown id,
+// REPLICATE of an unknown id, of itself, by a master with slots and keys, REPLICAS
+// of an unknown id, slots
 // busy or repeated, MIGRATE to a node that is not there, MEET of bad addresses and
 // of a server that is no cluster node. The errors must be Redis's, word for word,
 // and nothing may change: every node's table and keys are as before.
@@ -80,6 +82,13 @@ func TestClusterBadInputAsRedis(t *testing.T) {
 		{"CLUSTER", "SETSLOT", 100, "NODE"},
 		{"CLUSTER", "FORGET", unknown},
 		{"CLUSTER", "FORGET", "%me"},
+		{"CLUSTER", "REPLICATE", unknown},
+		{"CLUSTER", "REPLICATE", "%me"},
+		{"CLUSTER", "REPLICATE", "%other"}, // node 0 has slots and {b}
+		{"CLUSTER", "REPLICATE"},
+		{"CLUSTER", "REPLICAS", unknown},
+		{"CLUSTER", "REPLICAS", "%other"}, // a master without replicas: []
+		{"CLUSTER", "SLAVES", unknown},
 		{"CLUSTER", "ADDSLOTS", 100},
 		{"CLUSTER", "ADDSLOTS", "x"},
 		{"CLUSTER", "DELSLOTS", 100, 100},

@@ -214,6 +214,8 @@ func (t *Topology) Forget(id string) error {
 		return fmt.Errorf("Unknown node %s", id)
 	case p == t.self:
 		return errors.New("I tried hard but I can't forget myself...")
+	case p == t.self.master:
+		return errors.New("Can't forget my master!")
 	}
 	t.forgotten[id] = time.Now().Add(forgetFor).Unix()
 	t.drop(p)
@@ -236,8 +238,8 @@ func (t *Topology) drop(p *peer) {
 }
 
 // Reset is CLUSTER RESET: every slot unassigned and closed, every other node
-// forgotten; hard also zeroes the epochs and draws a new id. The caller checks
-// that the node holds no keys.
+// forgotten, a replica made a master; hard also zeroes the epochs and draws a new
+// id. The caller checks that a master holds no keys, and empties a replica.
 func (t *Topology) Reset(hard bool, newID string) error {
 	if t.static {
 		return ErrStatic
@@ -254,6 +256,7 @@ func (t *Topology) Reset(hard bool, newID string) error {
 			t.drop(p)
 		}
 	}
+	t.self.master = nil
 	if hard {
 		t.current = 0
 		t.self = &peer{Node: Node{Host: t.self.Host, Port: t.self.Port, ID: newID}}

@@ -21,10 +21,10 @@ func open(t *testing.T, port int) *Topology {
 // exchange merges each table into the other, as two nodes' exchange does.
 func exchange(t *testing.T, a, b *Topology) {
 	t.Helper()
-	if _, err := a.Merge(b.Describe()); err != nil {
+	if _, err := a.Merge(b.Table()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Merge(a.Describe()); err != nil {
+	if _, err := b.Merge(a.Table()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,10 +17,10 @@ import (
 // ErrNotCluster is a table that is none: the peer is not a cluster node.
 var ErrNotCluster = errors.New("cluster: the peer sent no table")
 
-// Merge folds a peer's table (its Describe) into this one and reports whether
+// Merge folds a peer's table (its Table, or Describe) into this one and reports whether
 // anything changed; the change is saved.
 func (t *Topology) Merge(text string) (bool, error) {
-	lines, _, err := parseTable(text)
+	lines, current, err := parseTable(text)
 	if err != nil {
 		return false, err
 	}
@@ -45,6 +45,10 @@ func (t *Topology) Merge(text string) (bool, error) {
 			delete(t.forgotten, id)
 		}
 	}
+	if current > t.current {
+		t.current, changed = current, true
+	}
+	var added []line
 	for _, ln := range lines {
 		if ln.node.ID == t.self.ID || t.forgotten[ln.node.ID] != 0 {
 			continue
@@ -59,28 +63,61 @@ func (t *Topology) Merge(text string) (bool, error) {
 			}
 			p = &peer{Node: ln.node}
 			t.peers = append(t.peers, p)
+			added = append(added, ln)
 			changed = true
 		}
-		if ln.epoch > p.epoch {
+		if ln.epoch > p.epoch && ln.master == "" {
 			p.epoch, changed = ln.epoch, true
 		}
 		if ln.epoch > t.current {
 			t.current, changed = ln.epoch, true
 		}
 	}
+	// A node's role comes from its own line, or from the line that added it.
+	for _, ln := range added {
+		t.lookup(ln.node.ID).master = t.lookup(ln.master)
+	}
 	if p := t.lookup(sender.node.ID); p != nil {
-		changed = t.claim(p, sender.slots) || changed
-		// Two masters of one epoch: the one of the lower id keeps it, the other
-		// bumps, as Redis's clusterHandleConfigEpochCollision.
-		if p.epoch == t.self.epoch && p.epoch != 0 && p.ID < t.self.ID {
-			t.current = t.maxEpoch() + 1
-			t.self.epoch, changed = t.current, true
+		changed = t.mergeSender(p, sender) || changed
+		for i := range lines {
+			if lines[i].node.ID == t.self.ID && p.master == t.self && t.self.master == nil {
+				changed = t.adopt(p, &lines[i]) || changed
+			}
 		}
 	}
 	if !changed {
 		return false, nil
 	}
 	return true, t.changed()
+}
+
+// mergeSender applies the sender p's own line: its role, its claim on slots, and
+// Redis's epoch collision rule. t.mu is held.
+func (t *Topology) mergeSender(p *peer, ln *line) bool {
+	changed, was := false, p.master
+	if m := t.lookup(ln.master); m != p.master && (m != nil || ln.master == "") {
+		p.master, changed = m, true
+	}
+	// cur is the master whose slots this node serves or replicates. A replica of
+	// it that now claims slots as a master was promoted.
+	cur := t.self
+	if t.self.master != nil {
+		cur = t.self.master
+	}
+	failover := p.master == nil && was == cur && t.slotsOf(cur) > 0
+	changed = t.claim(p, ln.slots) || changed
+	if failover && t.slotsOf(cur) == 0 {
+		// As Redis's clusterUpdateSlotsConfigWith: the master that lost its last
+		// slot to its own promoted replica (or this node, its replica) follows it.
+		t.self.master, changed = p, true
+	}
+	// Two masters of one epoch: the one of the lower id keeps it, the other
+	// bumps, as Redis's clusterHandleConfigEpochCollision.
+	if p.master == nil && t.self.master == nil && p.epoch == t.self.epoch && p.epoch != 0 && p.ID < t.self.ID {
+		t.current = t.maxEpoch() + 1
+		t.self.epoch, changed = t.current, true
+	}
+	return changed
 }
 
 // claim applies p's own claim to the slots of ranges. t.mu is held.
@@ -111,6 +148,17 @@ func (t *Topology) claim(p *peer, ranges []Range) bool {
 		}
 	}
 	return changed
+}
+
+// slotsOf counts p's slots. t.mu is held.
+func (t *Topology) slotsOf(p *peer) int {
+	n := 0
+	for s := range Slots {
+		if t.owner[s].Load() == p {
+			n++
+		}
+	}
+	return n
 }
 
 // byAddr is the peer at addr, or nil. t.mu is held.

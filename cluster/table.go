@@ -16,8 +16,9 @@ import (
 //
 //	id host:port@cport flags master-id ping-sent pong-recv config-epoch link slot...
 //
-// flags "myself,master" or "master", master-id "-", the bus port 0 (there is no
-// bus), slots as "first-last" or "slot", and on this node's own line the slots
+// flags "myself,master" or "master", master-id "-" (a replica: "myself,slave" or
+// "slave" and its master's id, its epoch its master's, as Redis's nodeEpoch), the
+// bus port 0 (there is no bus), slots as "first-last" or "slot", and on this node's own line the slots
 // being moved: "[slot->-id]" (migrating to id) and "[slot-<-id]" (importing from
 // id). nodes.conf ends with "vars currentEpoch N lastVoteEpoch 0".
 
@@ -31,45 +32,54 @@ func (t *Topology) Describe() string {
 func (t *Topology) describe() string {
 	var b strings.Builder
 	for _, p := range t.peers {
-		flags := "master"
-		if p == t.self {
-			flags = "myself,master"
-		}
-		b.WriteString(p.ID + " " + p.Addr() + "@0 " + flags + " - 0 0 " +
-			strconv.FormatUint(p.epoch, 10) + " connected")
-		for s := 0; s < Slots; s++ {
-			if t.owner[s].Load() != p {
-				continue
-			}
-			e := s
-			for e+1 < Slots && t.owner[e+1].Load() == p {
-				e++
-			}
-			b.WriteString(" " + strconv.Itoa(s))
-			if e > s {
-				b.WriteString("-" + strconv.Itoa(e))
-			}
-			s = e
-		}
-		if p == t.self {
-			for s := range Slots {
-				if to := t.migrating[s].Load(); to != nil {
-					b.WriteString(" [" + strconv.Itoa(s) + "->-" + to.ID + "]")
-				}
-				if from := t.importing[s].Load(); from != nil {
-					b.WriteString(" [" + strconv.Itoa(s) + "-<-" + from.ID + "]")
-				}
-			}
-		}
+		t.describeNode(&b, p)
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// describeNode writes p's line, without its "\n". t.mu is held.
+func (t *Topology) describeNode(b *strings.Builder, p *peer) {
+	flags, master, epoch := "master", "-", p.epoch
+	if p.master != nil {
+		flags, master, epoch = "slave", p.master.ID, p.master.epoch
+	}
+	if p == t.self {
+		flags = "myself," + flags
+	}
+	b.WriteString(p.ID + " " + p.Addr() + "@0 " + flags + " " + master + " 0 0 " +
+		strconv.FormatUint(epoch, 10) + " connected")
+	for s := 0; s < Slots; s++ {
+		if t.owner[s].Load() != p {
+			continue
+		}
+		e := s
+		for e+1 < Slots && t.owner[e+1].Load() == p {
+			e++
+		}
+		b.WriteString(" " + strconv.Itoa(s))
+		if e > s {
+			b.WriteString("-" + strconv.Itoa(e))
+		}
+		s = e
+	}
+	if p == t.self {
+		for s := range Slots {
+			if to := t.migrating[s].Load(); to != nil {
+				b.WriteString(" [" + strconv.Itoa(s) + "->-" + to.ID + "]")
+			}
+			if from := t.importing[s].Load(); from != nil {
+				b.WriteString(" [" + strconv.Itoa(s) + "-<-" + from.ID + "]")
+			}
+		}
+	}
 }
 
 // line is one parsed line of the table.
 type line struct {
 	node      Node
 	myself    bool
+	master    string // a replica's master id; "" for a master
 	epoch     uint64
 	slots     []Range
 	migrating map[uint16]string // slot → node id
@@ -107,6 +117,9 @@ func parseTable(text string) (lines []line, current uint64, err error) {
 		}
 		ln := line{node: Node{Host: host, Port: port, ID: f[0]}, epoch: epoch,
 			myself: strings.Contains(f[2], "myself")}
+		if strings.Contains(f[2], "slave") && f[3] != "-" {
+			ln.master = f[3]
+		}
 		for _, s := range f[8:] {
 			if err := ln.addSlots(s); err != nil {
 				return nil, 0, fmt.Errorf("cluster: %v in %q", err, l)
@@ -201,6 +214,9 @@ func Open(path, host string, port int) (*Topology, error) {
 		return nil, fmt.Errorf("%s: no line for this node (myself)", path)
 	}
 	for _, ln := range lines {
+		if ln.master != "" {
+			byID[ln.node.ID].master = byID[ln.master] // nil, a master, if unknown
+		}
 		for _, r := range ln.slots {
 			for s := int(r.First); s <= int(r.Last); s++ {
 				t.owner[s].Store(byID[ln.node.ID])
@@ -217,6 +233,19 @@ func Open(path, host string, port int) (*Topology, error) {
 	return t, nil
 }
 
+// Table is what a node sends its peers (CLUSTER RLTABLE) and keeps in its config
+// file: Describe's lines and the current epoch, which Redis's nodes send in every
+// message's header, so that a promoted replica's new epoch is above every node's.
+func (t *Topology) Table() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.table()
+}
+
+func (t *Topology) table() string {
+	return t.describe() + "vars currentEpoch " + strconv.FormatUint(t.current, 10) + " lastVoteEpoch 0\n"
+}
+
 // save writes the table to the config file, whole, through a rename: a crash leaves
 // the old file or the new one. t.mu is held, or t is not shared yet.
 func (t *Topology) save() error {
@@ -224,12 +253,7 @@ func (t *Topology) save() error {
 	if t.path == "" {
 		return nil
 	}
-	return writeTable(t.path, t.fileText())
-}
-
-// fileText is the config file's content. t.mu is held.
-func (t *Topology) fileText() string {
-	return t.describe() + "vars currentEpoch " + strconv.FormatUint(t.current, 10) + " lastVoteEpoch 0\n"
+	return writeTable(t.path, t.table())
 }
 
 // writeTable replaces the file at path with text through a rename.
@@ -257,7 +281,7 @@ func (t *Topology) Save() error {
 		return err
 	}
 	t.unsaved = false
-	text := t.fileText()
+	text := t.table()
 	t.mu.Unlock()
 	err := writeTable(t.path, text)
 	t.mu.Lock()

@@ -31,7 +31,8 @@ func (n Node) Addr() string { return n.Host + ":" + strconv.Itoa(n.Port) }
 // Topology's mu. Slots point at peers, so a slot's owner is one atomic load.
 type peer struct {
 	Node
-	epoch uint64 // the config epoch: of two claims on a slot, the higher wins
+	epoch  uint64 // the config epoch: of two claims on a slot, the higher wins
+	master *peer  // the master of a replica; nil for a master
 }
 
 // Topology is the cluster as this node sees it: every node, who owns each slot,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,9 @@ const (
 	exchangeTick    = 100 * time.Millisecond // how soon a change goes out
 	exchangeRefresh = time.Second            // how often an unchanged table goes out
 	exchangeTimeout = 2 * time.Second        // one exchange, connection included
+	// writableDelay bounds how long a restarted node waits for a peer's table before
+	// it serves its slots, as Redis's CLUSTER_WRITABLE_DELAY.
+	writableDelay = 2 * time.Second
 )
 
 // peerSet holds the connections to the other nodes and the exchange's state.
@@ -30,6 +34,16 @@ type peerSet struct {
 	busy    map[string]bool          // by host:port: an exchange under way
 	stop    chan struct{}            // closed by Close: ends exchangeLoop
 	closed  bool                     // stopPeers ran: no new connection
+	// rejoining is set while a node restarted with peers in its table has not yet
+	// exchanged tables with each (unheard, by host:port, under mu), for at most
+	// writableDelay: its slots answer CLUSTERDOWN, since a master failed over while
+	// it was down would otherwise serve them, stale, until its promoted replica's
+	// claim reaches it. Only that node's own table carries the claim.
+	rejoining atomic.Bool
+	unheard   map[string]bool
+	// pendingMaster is -replicaof's host:port until the table holds its node
+	// (cluster_replica.go); only exchangeLoop's goroutine uses it.
+	pendingMaster string
 }
 
 // errPeersClosed is an exchange or MIGRATE after the server closed.
@@ -84,18 +98,34 @@ func (s *Server) exchange(addr string) error {
 	if rdb == nil {
 		return errPeersClosed
 	}
-	table, err := rdb.Do(ctx, "CLUSTER", "RLTABLE", t.Describe()).Text()
+	table, err := rdb.Do(ctx, "CLUSTER", "RLTABLE", t.Table()).Text()
 	s.peers.mu.Lock()
 	if s.peers.sent == nil {
 		s.peers.sent = map[string]sentTable{}
 	}
 	s.peers.sent[addr] = sentTable{changes, time.Now(), err != nil}
 	s.peers.mu.Unlock()
+	defer s.heard(addr) // after the merge: the peer's claims apply before this node serves
 	if err != nil {
 		return err
 	}
-	_, err = t.Merge(table)
+	changed, err := t.Merge(table)
+	if changed {
+		s.followMaster()
+	}
 	return err
+}
+
+// heard ends a restarted node's wait for addr's table (rejoining).
+func (s *Server) heard(addr string) {
+	s.peers.mu.Lock()
+	defer s.peers.mu.Unlock()
+	if s.peers.unheard[addr] {
+		delete(s.peers.unheard, addr)
+		if len(s.peers.unheard) == 0 {
+			s.peers.rejoining.Store(false)
+		}
+	}
 }
 
 // exchangeLoop sends the table to each peer that needs it, until Close.
@@ -108,6 +138,7 @@ func (s *Server) exchangeLoop() {
 			return
 		case <-tick.C:
 		}
+		s.resolveReplicaOf()
 		changes := s.cfg.Cluster.Changes()
 		for _, addr := range s.cfg.Cluster.Peers() {
 			s.peers.mu.Lock()
@@ -140,6 +171,15 @@ func (s *Server) startPeers() {
 		return
 	}
 	s.peers.stop = make(chan struct{})
+	if peers := s.cfg.Cluster.Peers(); len(peers) > 0 {
+		s.peers.unheard = map[string]bool{}
+		for _, addr := range peers {
+			s.peers.unheard[addr] = true
+		}
+		s.peers.rejoining.Store(true)
+		time.AfterFunc(writableDelay, func() { s.peers.rejoining.Store(false) })
+	}
+	s.startReplica()
 	go s.exchangeLoop()
 }
 

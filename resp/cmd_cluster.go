@@ -14,6 +14,7 @@ const (
 	errCrossSlot       = "CROSSSLOT Keys in request don't hash to the same slot"
 	errTryAgain        = "TRYAGAIN Multiple keys request during rehashing of slot"
 	errSlotNotServed   = "CLUSTERDOWN Hash slot not served"
+	errClusterDown     = "CLUSTERDOWN The cluster is down"
 )
 
 // clusterRedirect is the error that keeps a command with keys from running on this
@@ -28,6 +29,8 @@ func (s *Server) clusterRedirect(c *client, cm *command, args [][]byte) string {
 		return ""
 	case slot < 0:
 		return errCrossSlot
+	case s.peers.rejoining.Load():
+		return errClusterDown
 	}
 	return s.route(c, cm, uint16(slot), keys, step)
 }
@@ -148,6 +151,9 @@ func (s *Server) execRedirect(c *client, list []queued) string {
 	if slot < 0 {
 		return ""
 	}
+	if s.peers.rejoining.Load() {
+		return errClusterDown
+	}
 	for _, q := range list {
 		if keys, step := slotKeys(q.cm, q.args); len(keys) > 0 {
 			if msg := s.route(c, q.cm, uint16(slot), keys, step); msg != "" {
@@ -183,7 +189,8 @@ func needCluster(s *Server, c *client) bool {
 }
 
 // cmdReadWrite serves READONLY and READWRITE, which cluster clients send to choose
-// replicas for reads: rlserver has none, so both only answer OK.
+// replicas for reads: both only answer OK. Every RL.* call writes (a PEEK too is
+// routed as one), so a replica answers MOVED to its master either way.
 func cmdReadWrite(s *Server, c *client, _ [][]byte, _ int64) {
 	if needCluster(s, c) {
 		c.w.WriteString("OK")

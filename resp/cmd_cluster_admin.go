@@ -142,7 +142,7 @@ func cmdClusterForget(s *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
-// cmdClusterReset serves CLUSTER RESET [SOFT|HARD], refused while the node holds keys.
+// cmdClusterReset serves CLUSTER RESET [SOFT|HARD], refused while a master holds keys.
 func cmdClusterReset(s *Server, c *client, args [][]byte, now int64) {
 	if !needCluster(s, c) {
 		return
@@ -162,7 +162,11 @@ func cmdClusterReset(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(errSyntax)
 		return
 	}
-	if s.store.Len(now) != 0 {
+	if _, replica := s.cfg.Cluster.Master(); replica {
+		// As Redis's clusterReset: a replica becomes an empty master.
+		s.repl.BecomePrimary()
+		s.store.Flush()
+	} else if s.store.Len(now) != 0 {
 		c.writeError("ERR CLUSTER RESET can't be called with master nodes containing keys")
 		return
 	}
@@ -212,18 +216,22 @@ func cmdClusterMeet(s *Server, c *client, args [][]byte, _ int64) {
 }
 
 // cmdClusterTable serves CLUSTER RLTABLE table, rlserver's own: a peer's table
-// (cluster.Topology.Describe) is merged into this node's, and this node's is the
+// (cluster.Topology.Table) is merged into this node's, and this node's is the
 // reply. It is how -cluster-enabled nodes learn of each other and of each other's
 // slots, over the client port (cluster/merge.go).
 func cmdClusterTable(s *Server, c *client, args [][]byte, _ int64) {
 	if !needCluster(s, c) {
 		return
 	}
-	if _, err := s.cfg.Cluster.Merge(string(args[2])); err != nil {
+	changed, err := s.cfg.Cluster.Merge(string(args[2]))
+	if err != nil {
 		c.writeError("ERR " + err.Error())
 		return
 	}
-	c.w.WriteBulkString(s.cfg.Cluster.Describe())
+	if changed {
+		s.followMaster()
+	}
+	c.w.WriteBulkString(s.cfg.Cluster.Table())
 }
 
 // cmdAsking serves ASKING: the next command may use a slot being moved here.

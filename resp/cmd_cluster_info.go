@@ -57,62 +57,75 @@ func bySlot(t *cluster.Topology) []slotRange {
 }
 
 // cmdClusterSlots serves CLUSTER SLOTS as Redis 7 does: for each range, its first
-// and last slot and its master as [ip, port, id, networking metadata], the
-// metadata an empty map (Redis puts the hostname there, when one is configured).
-// go-redis's ClusterClient routes by this reply.
+// and last slot, its master, then the master's replicas, each as [ip, port, id,
+// networking metadata], the metadata an empty map (Redis puts the hostname there,
+// when one is configured). go-redis's ClusterClient routes by this reply.
 func cmdClusterSlots(s *Server, c *client, _ [][]byte, _ int64) {
 	if !needCluster(s, c) {
 		return
 	}
+	replicas := map[string][]cluster.Node{}
+	for _, shard := range s.cfg.Cluster.Shards() {
+		replicas[shard[0].ID] = shard[1:]
+	}
 	rs := bySlot(s.cfg.Cluster)
 	c.w.WriteArray(len(rs))
 	for _, r := range rs {
-		c.w.WriteArray(3)
+		c.w.WriteArray(3 + len(replicas[r.owner.ID]))
 		c.w.WriteInt64(int64(r.First))
 		c.w.WriteInt64(int64(r.Last))
-		c.w.WriteArray(4)
-		c.w.WriteBulkString(r.owner.Host)
-		c.w.WriteInt64(int64(r.owner.Port))
-		c.w.WriteBulkString(r.owner.ID)
-		c.writeMap(0)
+		for _, n := range append([]cluster.Node{r.owner}, replicas[r.owner.ID]...) {
+			c.w.WriteArray(4)
+			c.w.WriteBulkString(n.Host)
+			c.w.WriteInt64(int64(n.Port))
+			c.w.WriteBulkString(n.ID)
+			c.writeMap(0)
+		}
 	}
 }
 
-// cmdClusterShards serves CLUSTER SHARDS as Redis 7 does: for each node (a shard
-// of one master, no replicas), a map of its slots, as flat start-end pairs, and its
-// nodes, each a map of Redis's seven fields.
+// cmdClusterShards serves CLUSTER SHARDS as Redis 7 does: for each master, a map
+// of its slots, as flat start-end pairs, and its nodes (the master, then its
+// replicas), each a map of Redis's seven fields. The replication offset is 0: the
+// nodes do not tell each other theirs.
 func cmdClusterShards(s *Server, c *client, _ [][]byte, _ int64) {
 	if !needCluster(s, c) {
 		return
 	}
-	nodes := s.cfg.Cluster.Nodes()
-	c.w.WriteArray(len(nodes))
-	for _, n := range nodes {
+	shards := s.cfg.Cluster.Shards()
+	c.w.WriteArray(len(shards))
+	for _, shard := range shards {
 		c.writeMap(2)
 		c.w.WriteBulkString("slots")
-		rs := s.cfg.Cluster.Ranges(n.ID)
+		rs := s.cfg.Cluster.Ranges(shard[0].ID)
 		c.w.WriteArray(2 * len(rs))
 		for _, r := range rs {
 			c.w.WriteInt64(int64(r.First))
 			c.w.WriteInt64(int64(r.Last))
 		}
 		c.w.WriteBulkString("nodes")
-		c.w.WriteArray(1)
-		c.writeMap(7)
-		c.w.WriteBulkString("id")
-		c.w.WriteBulkString(n.ID)
-		c.w.WriteBulkString("port")
-		c.w.WriteInt64(int64(n.Port))
-		c.w.WriteBulkString("ip")
-		c.w.WriteBulkString(n.Host)
-		c.w.WriteBulkString("endpoint")
-		c.w.WriteBulkString(n.Host)
-		c.w.WriteBulkString("role")
-		c.w.WriteBulkString("master")
-		c.w.WriteBulkString("replication-offset")
-		c.w.WriteInt64(0)
-		c.w.WriteBulkString("health")
-		c.w.WriteBulkString("online")
+		c.w.WriteArray(len(shard))
+		for i, n := range shard {
+			role := "master"
+			if i > 0 {
+				role = "replica"
+			}
+			c.writeMap(7)
+			c.w.WriteBulkString("id")
+			c.w.WriteBulkString(n.ID)
+			c.w.WriteBulkString("port")
+			c.w.WriteInt64(int64(n.Port))
+			c.w.WriteBulkString("ip")
+			c.w.WriteBulkString(n.Host)
+			c.w.WriteBulkString("endpoint")
+			c.w.WriteBulkString(n.Host)
+			c.w.WriteBulkString("role")
+			c.w.WriteBulkString(role)
+			c.w.WriteBulkString("replication-offset")
+			c.w.WriteInt64(0)
+			c.w.WriteBulkString("health")
+			c.w.WriteBulkString("online")
+		}
 	}
 }
 

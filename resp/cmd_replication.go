@@ -27,7 +27,7 @@ const (
 // cmdReplicaOf serves REPLICAOF (and SLAVEOF) host port | NO ONE.
 func cmdReplicaOf(s *Server, c *client, args [][]byte, _ int64) {
 	if s.cfg.Cluster != nil {
-		c.writeError("ERR REPLICAOF not allowed in cluster mode.")
+		clusterReplicaOf(s, c, args)
 		return
 	}
 	if bytes.EqualFold(args[1], []byte("no")) && bytes.EqualFold(args[2], []byte("one")) {

@@ -280,8 +280,8 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withCore(c.Config())
-	if cfg.ReplicaOf != "" && cfg.Cluster != nil {
-		return nil, errors.New("resp: ReplicaOf and Cluster do not go together: cluster mode has no replicas")
+	if cfg.ReplicaOf != "" && cfg.Cluster != nil && cfg.Cluster.Static() {
+		return nil, errors.New("resp: ReplicaOf and a static Cluster (-cluster-nodes) do not go together: its nodes have no replicas; run -cluster-enabled nodes")
 	}
 	if cfg.MaxClients == 0 {
 		cfg.MaxClients = DefaultMaxClients

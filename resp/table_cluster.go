@@ -106,8 +106,26 @@ var clusterCommands = []*command{
 				run: cmdClusterNodes,
 			},
 			{
+				name: "replicas", arity: 3, flags: []string{"admin", "stale"},
+				summary: "List the replicas of the master node-id, each as its CLUSTER NODES line.",
+				group:   groupCluster, complexity: "O(n) in the nodes",
+				args: []arg{{name: "node-id", typ: "string"}},
+				run:  cmdClusterReplicas,
+			},
+			{
+				name: "replicate", arity: 3, flags: flagsClusterAdmin,
+				summary: "Become a replica of the master node-id: own no slot, replicate it, answer MOVED to it.",
+				group:   groupCluster, complexity: "O(1); the sync is O(n) in the keys, in the background",
+				doc: "With Redis's preconditions and errors: a known node, not this one, a master; a master " +
+					"becoming a replica must hold no key and no slot. The table exchange tells every node, " +
+					"and `REPLICAOF NO ONE` (Sentinel's promotion) makes it the master of its old master's " +
+					"slots with a new, highest config epoch.",
+				args: []arg{{name: "node-id", typ: "string"}},
+				run:  cmdClusterReplicate,
+			},
+			{
 				name: "reset", arity: -2, flags: []string{"admin", "noscript", "stale"},
-				summary: "Forget every other node and unassign every slot (HARD: epochs 0, a new id); refused with keys.",
+				summary: "Forget every other node, unassign every slot, a replica becomes an empty master (HARD: epochs 0, a new id); refused on a master with keys.",
 				group:   groupCluster, complexity: "O(n) in the nodes",
 				args: []arg{{name: "mode", typ: "oneof", optional: true, args: []arg{
 					{name: "hard", typ: "pure-token", token: "HARD"}, {name: "soft", typ: "pure-token", token: "SOFT"}}}},
@@ -147,6 +165,13 @@ var clusterCommands = []*command{
 				summary: "Describe every shard, one node each: its slots and the node's id, address, role and health.",
 				group:   groupCluster, complexity: "O(n) in the nodes",
 				run: cmdClusterShards,
+			},
+			{
+				name: "slaves", arity: 3, flags: []string{"admin", "stale"},
+				summary: "The old name of CLUSTER REPLICAS.",
+				group:   groupCluster, complexity: "O(n) in the nodes",
+				args: []arg{{name: "node-id", typ: "string"}},
+				run:  cmdClusterReplicas,
 			},
 			{
 				name: "slots", arity: 2, flags: []string{"loading", "stale"},
@@ -208,13 +233,13 @@ var clusterCommands = []*command{
 	},
 	{
 		name: "readonly", arity: 1, flags: []string{"fast", "loading", "stale"},
-		summary: "Allow reads from replicas, as cluster clients ask: there are none, so only OK (cluster mode).",
+		summary: "Allow reads from replicas, as cluster clients ask: only OK, every RL.* call writes, so a replica answers MOVED (cluster mode).",
 		group:   groupCluster, complexity: "O(1)",
 		run: cmdReadWrite,
 	},
 	{
 		name: "readwrite", arity: 1, flags: []string{"fast", "loading", "stale"},
-		summary: "Stop reading from replicas, as cluster clients ask: there are none, so only OK (cluster mode).",
+		summary: "Stop reading from replicas, as cluster clients ask: only OK, a replica answers MOVED anyway (cluster mode).",
 		group:   groupCluster, complexity: "O(1)",
 		run: cmdReadWrite,
 	},

@@ -26,7 +26,9 @@ var replicationCommands = []*command{
 			"with backoff (100 ms to 5 s) while the replica keeps serving reads and INFO says " +
 			"`master_link_status:down`. `REPLICAOF NO ONE` makes it a primary with a new replication id: " +
 			"this is what Sentinel sends to promote it. The flag `-replicaof host:port` starts a server " +
-			"as a replica. Not in cluster mode.",
+			"as a replica. In cluster mode (`-cluster-enabled`, not `-cluster-nodes`), host:port must be a " +
+			"node of the cluster: the node becomes its replica as with `CLUSTER REPLICATE`, and `NO ONE` " +
+			"takes its old master's slots with a new, highest config epoch.",
 		run: cmdReplicaOf,
 	},
 	{
