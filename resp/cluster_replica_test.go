@@ -33,14 +33,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // Run with -race, it checks the table's changes against the replication's.
 func TestClusterReplicaInProcess(t *testing.T) {
 	ctx := context.Background()
-	a, b := enabledNode(t), enabledNode(t)
-	if err := a.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, cluster.Slots-1).Err(); err != nil {
-		t.Fatal(err)
-	}
-	host, port, _ := net.SplitHostPort(a.Options().Addr)
-	if err := b.Do(ctx, "CLUSTER", "MEET", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	a, b := metNodes(t)
 	aID, bID := a.ClusterMyID(ctx).Val(), b.ClusterMyID(ctx).Val()
 	for range 5 {
 		if err := a.Do(ctx, "RL.FIXED", "k", 5, 600000).Err(); err != nil {

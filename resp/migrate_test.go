@@ -45,14 +45,11 @@ func enabledNode(t *testing.T) *redis.Client {
 	return rdb
 }
 
-// TestMigrateUnderCalls moves slots between two in-process nodes, as redis-cli
-// --cluster reshard does (IMPORTING, MIGRATING, GETKEYSINSLOT and MIGRATE until
-// none is left, NODE on both), while 8 ClusterClient goroutines call the drained
-// keys: none may be admitted, none may fail, and every key ends on the new node.
-// Run with -race, it checks the slot locks against the calls.
-func TestMigrateUnderCalls(t *testing.T) {
+// metNodes are two -cluster-enabled nodes, a owning every slot and b having met it.
+func metNodes(t *testing.T) (a, b *redis.Client) {
+	t.Helper()
 	ctx := context.Background()
-	a, b := enabledNode(t), enabledNode(t)
+	a, b = enabledNode(t), enabledNode(t)
 	if err := a.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, cluster.Slots-1).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +57,17 @@ func TestMigrateUnderCalls(t *testing.T) {
 	if err := b.Do(ctx, "CLUSTER", "MEET", host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
+	return a, b
+}
+
+// TestMigrateUnderCalls moves slots between two in-process nodes, as redis-cli
+// --cluster reshard does (IMPORTING, MIGRATING, GETKEYSINSLOT and MIGRATE until
+// none is left, NODE on both), while 8 ClusterClient goroutines call the drained
+// keys: none may be admitted, none may fail, and every key ends on the new node.
+// Run with -race, it checks the slot locks against the calls.
+func TestMigrateUnderCalls(t *testing.T) {
+	ctx := context.Background()
+	a, b := metNodes(t)
 	aID, _ := a.ClusterMyID(ctx).Result()
 	bID, _ := b.ClusterMyID(ctx).Result()
 	for deadline := time.Now().Add(5 * time.Second); ; {
