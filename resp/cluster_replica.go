@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"strconv"
@@ -44,31 +43,21 @@ func cmdClusterReplicas(s *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
-// clusterReplicaOf serves REPLICAOF in cluster mode. NO ONE promotes this node: it
-// takes writes, then its old master's slots with a new, highest epoch. host port
-// makes it a replica of the cluster's node there, met first if the table lacks it.
-func clusterReplicaOf(s *Server, c *client, args [][]byte) {
-	t := s.cfg.Cluster
-	if t.Static() {
-		c.writeError("ERR REPLICAOF not allowed in cluster mode.")
-		return
-	}
-	if bytes.EqualFold(args[1], []byte("no")) && bytes.EqualFold(args[2], []byte("one")) {
+// clusterReplicaOf serves REPLICAOF on a -cluster-enabled node. NO ONE promotes
+// this node: it takes writes, then its old master's slots with a new, highest
+// epoch. host port makes it a replica of the cluster's node there, met first if
+// the table lacks it.
+func clusterReplicaOf(s *Server, c *client, noOne bool, host string, port int) {
+	if noOne {
 		s.repl.BecomePrimary()
-		if _, err := t.Promote(); err != nil {
+		if _, err := s.cfg.Cluster.Promote(); err != nil {
 			c.writeError("ERR " + err.Error())
 			return
 		}
 		c.w.WriteString("OK")
 		return
 	}
-	port, ok := parseInt64(args[2])
-	if !ok || port < 1 || port > 65535 {
-		c.writeError("ERR Invalid master port")
-		return
-	}
-	addr := net.JoinHostPort(string(args[1]), strconv.Itoa(int(port)))
-	if err := s.followAddr(addr); err != nil {
+	if err := s.followAddr(net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
 		c.writeError("ERR " + err.Error())
 		return
 	}

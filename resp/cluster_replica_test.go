@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/resp"
 )
@@ -106,14 +105,7 @@ func TestClusterStaticNoReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ReplicaOf = ""
-	srv, err := resp.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2})
-	defer rdb.Close()
+	rdb := serveOn(t, ln, cfg)
 	ctx := context.Background()
 	if err := rdb.Do(ctx, "REPLICAOF", "127.0.0.1", 7001).Err(); err == nil || err.Error() != "ERR REPLICAOF not allowed in cluster mode." {
 		t.Fatalf("REPLICAOF: %v", err)
@@ -137,14 +129,7 @@ func TestClusterReplicaOfIgnoredWithSlots(t *testing.T) {
 	if err := top.AssignSlots([]cluster.Range{{First: 0, Last: cluster.Slots - 1}}, false); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := resp.NewServer(resp.Config{Cluster: top, ReplicaOf: "127.0.0.1:1", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2})
-	defer rdb.Close()
+	rdb := serveOn(t, ln, resp.Config{Cluster: top, ReplicaOf: "127.0.0.1:1", Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	if role := rdb.Do(ctx, "ROLE").Val().([]any)[0]; role != "master" {
 		t.Fatalf("ROLE %v", role)

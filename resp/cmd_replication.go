@@ -26,25 +26,27 @@ const (
 
 // cmdReplicaOf serves REPLICAOF (and SLAVEOF) host port | NO ONE.
 func cmdReplicaOf(s *Server, c *client, args [][]byte, _ int64) {
-	if s.cfg.Cluster != nil {
-		clusterReplicaOf(s, c, args)
+	if s.cfg.Cluster != nil && s.cfg.Cluster.Static() {
+		c.writeError("ERR REPLICAOF not allowed in cluster mode.")
 		return
 	}
-	if bytes.EqualFold(args[1], []byte("no")) && bytes.EqualFold(args[2], []byte("one")) {
-		s.repl.BecomePrimary()
-		c.w.WriteString("OK")
-		return
-	}
+	noOne := bytes.EqualFold(args[1], []byte("no")) && bytes.EqualFold(args[2], []byte("one"))
 	port, ok := parseInt64(args[2])
-	if !ok || port < 1 || port > 65535 {
+	if !noOne && (!ok || port < 1 || port > 65535) {
 		c.writeError("ERR Invalid master port")
 		return
 	}
-	if !s.repl.BecomeReplica(string(args[1]), int(port)) {
+	switch {
+	case s.cfg.Cluster != nil:
+		clusterReplicaOf(s, c, noOne, string(args[1]), int(port))
+	case noOne:
+		s.repl.BecomePrimary()
+		c.w.WriteString("OK")
+	case !s.repl.BecomeReplica(string(args[1]), int(port)):
 		c.w.WriteString("OK Already connected to specified master")
-		return
+	default:
+		c.w.WriteString("OK")
 	}
-	c.w.WriteString("OK")
 }
 
 // cmdReplConf serves REPLCONF: options a replica announces (Redis's replicas send

@@ -28,7 +28,13 @@ func enabledNode(t *testing.T) *redis.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := resp.NewServer(resp.Config{Cluster: top, Logger: slog.New(slog.DiscardHandler)})
+	return serveOn(t, ln, resp.Config{Cluster: top, Logger: slog.New(slog.DiscardHandler)})
+}
+
+// serveOn serves cfg on ln until t ends, and returns a RESP2 client on it.
+func serveOn(t *testing.T, ln net.Listener, cfg resp.Config) *redis.Client {
+	t.Helper()
+	srv, err := resp.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
