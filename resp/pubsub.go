@@ -35,9 +35,9 @@ type subscriber struct {
 	wmu      sync.Mutex
 	channels map[string]struct{} // guarded by pubsub.mu
 	patterns map[string]struct{} // guarded by pubsub.mu
-	watch    *watcher            // set by MONITOR (monitor.go)
+	watch    *watcher            // set by MONITOR (server_monitor.go)
 	tracked  map[string]struct{} // keys read under CLIENT TRACKING; guarded by pubsub.mu
-	in       *input              // what it received and has not served (input.go); nil if unknown
+	in       *input              // what it received and has not served (conn_input.go); nil if unknown
 }
 
 // count is how many channels and patterns sub has; pubsub.mu is held.

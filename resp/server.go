@@ -172,10 +172,10 @@ type Server struct {
 	runID   string
 	start   time.Time // for uptime, in real (monotonic) time whatever the debug clock says
 
-	// tun are the settings CONFIG SET changes (config.go); tunMu orders the changes.
+	// tun are the settings CONFIG SET changes (server_config.go); tunMu orders the changes.
 	tun   atomic.Pointer[tunables]
 	tunMu sync.Mutex
-	// statBase is INFO's counters at the last CONFIG RESETSTAT (cmd_info.go).
+	// statBase is INFO's counters at the last CONFIG RESETSTAT (server_info.go).
 	statBase atomic.Pointer[statCounters]
 
 	mu      sync.Mutex
@@ -193,24 +193,24 @@ type Server struct {
 	closedCommands atomic.Uint64
 	closedErrors   atomic.Uint64
 
-	metrics metrics           // metrics.go
-	repl    *replication.Node // cmd_replication.go
+	metrics metrics           // server_metrics.go
+	repl    *replication.Node // repl_cmd.go
 	ps      pubsub            // pubsub.go
-	mon     monitors          // monitor.go
-	slow    slowlog           // slowlog.go
+	mon     monitors          // server_monitor.go
+	slow    slowlog           // server_slowlog.go
 
-	policy   *policy.Engine // Config.Policy's engine; nil without one (cmd_policy.go)
+	policy   *policy.Engine // Config.Policy's engine; nil without one (policy_cmd.go)
 	refused  *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
-	errStats errorStats     // info_stats.go
+	errStats errorStats     // server_info_stats.go
 	// slotLocks are cluster mode's slot locks: a call takes its slot's read side,
-	// MIGRATE the write side while it moves the slot's keys (cmd_cluster.go).
+	// MIGRATE the write side while it moves the slot's keys (cluster_cmd.go).
 	slotLocks *[cluster.Slots]sync.RWMutex
 	peers     peerSet      // cluster_peers.go
-	track     tracking     // tracking.go
+	track     tracking     // conn_tracking.go
 	trackers  atomic.Int32 // connections with CLIENT TRACKING ON
-	pause     pauses       // CLIENT PAUSE (pause.go)
+	pause     pauses       // CLIENT PAUSE (server_pause.go)
 
-	acl    *acl.Registry // the users (acl.go, cmd_acl.go)
+	acl    *acl.Registry // the users (acl.go, acl_cmd.go)
 	aclLog *acl.Log
 	aclMu  sync.Mutex // orders ACL LOAD and SAVE
 }

@@ -85,7 +85,7 @@ func commandstatsInfo() [][2]string {
 }
 
 // latencystatsInfo is INFO latencystats: the p50, p99 and p99.9 run times of each
-// command timed, in µs, read from the sampled latency histogram (metrics.go) and so
+// command timed, in µs, read from the sampled latency histogram (server_metrics.go) and so
 // rounded up to its power-of-two bucket.
 func (s *Server) latencystatsInfo() [][2]string {
 	var kv [][2]string

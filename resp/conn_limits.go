@@ -100,7 +100,7 @@ func reject(conn net.Conn, err error) {
 // by doubling as data arrives), so checking the announcements in the byte stream
 // on the way in is enough, without forking redcon. The scan reads only the length
 // lines and skips bulk payloads by count, so it costs O(1) per argument. It also
-// makes redcon parse as Redis does (scan.go): it blanks the requests Redis skips,
+// makes redcon parse as Redis does (conn_scan.go): it blanks the requests Redis skips,
 // and finds the length lines Redis refuses.
 type limitConn struct {
 	net.Conn
@@ -117,7 +117,7 @@ type limitConn struct {
 	// may be one to skip, which is blanked whole, before redcon sees any of it.
 	carry []byte
 	// in is set when the connection subscribed: its Reads mark when all it received
-	// is served (input.go); read counts the socket's bytes until then.
+	// is served (conn_input.go); read counts the socket's bytes until then.
 	in   *input
 	read uint64
 	free int // room left in redcon's read buffer after the last Read, for CLIENT INFO's qbuf-free

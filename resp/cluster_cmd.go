@@ -118,7 +118,7 @@ func commandSlot(cm *command, args [][]byte) (slot int, n int) {
 }
 
 // lockSlot takes, for a command of a -cluster-enabled node with keys of one slot,
-// the read side of the slot's lock, which MIGRATE takes to move keys (cmd_migrate.go):
+// the read side of the slot's lock, which MIGRATE takes to move keys (cluster_migrate.go):
 // a call never runs on a key half moved. It returns the lock to release, or nil.
 func (s *Server) lockSlot(cm *command, args [][]byte) *sync.RWMutex {
 	if s.cfg.Cluster == nil || s.cfg.Cluster.Static() || cm.firstKey == 0 && cm.keys == nil || cm.locksSlots {

@@ -43,7 +43,7 @@ type client struct {
 	deferred    []byte
 	trackNoLoop bool // CLIENT TRACKING ON NOLOOP: not its own writes' invalidations
 	// CLIENT TRACKING ON OPTIN or OPTOUT, and CLIENT CACHING given for the command or
-	// transaction that follows (tracking.go).
+	// transaction that follows (conn_tracking.go).
 	trackOptIn, trackOptOut, caching, cachingNext bool
 	asking                                        bool // ASKING: the next command may use a slot being moved here
 
@@ -61,7 +61,7 @@ type client struct {
 	fd         int          // the socket's descriptor, for CLIENT LIST; -1 if unknown
 	active     atomic.Int64 // when its last batch of commands began, Unix ns (CLIENT LIST's idle)
 	multiLen   atomic.Int32 // commands queued in MULTI, -1 outside (CLIENT LIST's multi)
-	trackingOn atomic.Bool  // CLIENT TRACKING ON (tracking.go)
+	trackingOn atomic.Bool  // CLIENT TRACKING ON (conn_tracking.go)
 	noEvict    atomic.Bool  // CLIENT NO-EVICT ON: CLIENT LIST's flag e
 	proto      atomic.Int32 // 2 or 3, set by HELLO
 	errStats   *errorStats  // the server's, for INFO errorstats

@@ -33,7 +33,7 @@ type command struct {
 	// Redis's for its own commands; nil: RW update for a write, else RO access.
 	keyFlags []string
 
-	stats cmdStats // INFO commandstats (info_stats.go)
+	stats cmdStats // INFO commandstats (server_info_stats.go)
 
 	// Filled in by init.
 	full      string              // the name in errors and COMMAND INFO: "client|setname" for a subcommand

@@ -115,7 +115,7 @@ const rateLimitIntro = "Every `RL.*` command answers an array of five integers, 
 func commandsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("# rlserver commands\n\n" +
-		"<!-- Generated from the command table (resp/table.go) by " +
+		"<!-- Generated from the command table (resp/command_table.go) by " +
 		"`go test ./resp -run TestCommandsDoc -update`. Do not edit by hand. -->\n\n" +
 		"rlserver speaks the Redis protocol (RESP2 and RESP3): redis-cli, redis-benchmark and Redis " +
 		"clients work unchanged. `COMMAND DOCS` serves this same table, so redis-cli shows these " +
