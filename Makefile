@@ -71,14 +71,14 @@ bench-edge: build
 # against one with none (same run), the replicas' lag under that load, and the failover
 # time after kill -9 with three Sentinels (redis-server --sentinel); see docs/ha.md.
 bench-replication:
-	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReplication$$' -benchtime 1x -v .
+	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReplication$$' -benchtime 1x -v ./test/ha/
 
 # A reshard of a quarter of the slots of a node of 1M RL.FIXED keys to an empty one with
 # redis-cli --cluster reshard while 8 ClusterClient goroutines call: keys moved per second,
 # and the calls' p99 during the move against before it; then the same on two Redis Cluster
 # nodes in the same run (docs/scaling.md).
 bench-reshard:
-	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReshard$$' -benchtime 1x -v .
+	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReshard$$' -benchtime 1x -v ./test/cluster/
 
 # The full soak: the built binary on loopback, 2,000 connections, a million mixed
 # commands with garbage and half-sent requests, bounded to ~2 minutes (make test runs
