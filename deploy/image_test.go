@@ -89,7 +89,7 @@ func checkImage(got imageInspect, want image, version string) []error {
 		"org.opencontainers.image.version":  version,
 		"org.opencontainers.image.title":    "rlserver",
 		"org.opencontainers.image.source":   "https://github.com/rlserver/rlserver",
-		"org.opencontainers.image.licenses": "NOASSERTION", // the repository has no LICENSE file
+		"org.opencontainers.image.licenses": "Apache-2.0", // LICENSE
 	} {
 		if got.Config.Labels[k] != v {
 			errs = append(errs, fmt.Errorf("label %s=%q, want %q", k, got.Config.Labels[k], v))
@@ -119,7 +119,7 @@ func TestCheckImage(t *testing.T) {
 		}
 		im.Config.Volumes = map[string]struct{}{want.volume: {}}
 		im.Config.Labels = map[string]string{"org.opencontainers.image.version": "v1", "org.opencontainers.image.title": "rlserver",
-			"org.opencontainers.image.source": "https://github.com/rlserver/rlserver", "org.opencontainers.image.licenses": "NOASSERTION"}
+			"org.opencontainers.image.source": "https://github.com/rlserver/rlserver", "org.opencontainers.image.licenses": "Apache-2.0"}
 		return im
 	}
 	if errs := checkImage(good(), want, "v1"); len(errs) > 0 {
