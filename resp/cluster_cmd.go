@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // Cluster mode's errors, in Redis's words.
@@ -168,7 +169,7 @@ func (s *Server) execRedirect(c *client, list []queued) string {
 // none, and the command runs here to answer its own error. The log limit is not
 // checked here: the command checks it against the server's.
 func allKeys(args [][]byte) [][]byte {
-	rules, err := ParseAll(args[1:], math.MaxInt64)
+	rules, err := rlcmd.ParseRLAll(args[1:], math.MaxInt64)
 	if err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package resp
+package rlcmd
 
 import (
 	"bytes"
@@ -62,7 +62,7 @@ func TestParseLeaseErrors(t *testing.T) {
 		}
 		var err error
 		if c.renew {
-			_, _, err = parseRenew(args)
+			_, _, err = ParseRenew(args)
 		} else {
 			_, err = ParseAcquire(args, 100_000)
 		}
@@ -70,8 +70,8 @@ func TestParseLeaseErrors(t *testing.T) {
 			t.Errorf("renew %v %q: %v; want error %q", c.renew, c.args, err, c.want)
 		}
 	}
-	if id, d, err := parseRenew(split("abc 250")); err != nil || string(id) != "abc" || d != ms(250) {
-		t.Errorf("parseRenew(abc 250) = %q, %d, %v", id, d, err)
+	if id, d, err := ParseRenew(split("abc 250")); err != nil || string(id) != "abc" || d != ms(250) {
+		t.Errorf("ParseRenew(abc 250) = %q, %d, %v", id, d, err)
 	}
 	if _, err := ParseAcquire(split("1000000001 1000"), 1<<40); err == nil ||
 		err.Error() != "ERR limit must be an integer between 1 and 1000000000" {

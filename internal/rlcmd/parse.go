@@ -1,10 +1,7 @@
-package resp
+package rlcmd
 
 import (
 	"bytes"
-	"math"
-	"strconv"
-	"strings"
 
 	"github.com/rlserver/rlserver/algo"
 )
@@ -38,14 +35,14 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 		maxL = min(maxLogLimit, maxL)
 	}
 	var ok bool
-	if r.Limit, ok = parseRange(args[0], minL, maxL); !ok {
+	if r.Limit, ok = ParseIntIn(args[0], minL, maxL); !ok {
 		if kind == algo.KindLog {
 			return algo.Request{}, limitError(maxL)
 		}
 		return algo.Request{}, errLimit
 	}
 	minW, maxW := r.Range(algo.ArgWindow)
-	ms, ok := parseRange(args[1], minW/1000, maxW/1000)
+	ms, ok := ParseIntIn(args[1], minW/1000, maxW/1000)
 	if !ok {
 		return algo.Request{}, errWindow
 	}
@@ -73,14 +70,14 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 		case kind == algo.KindLeaky && bytes.EqualFold(opt, []byte("QUEUE")):
 			dst, arg, bad = &r.Queue, algo.ArgQueue, errQueue
 		default:
-			return algo.Request{}, errBadSyntax
+			return algo.Request{}, ErrSyntax
 		}
 		lo, hi := r.Range(arg)
 		if i+1 == len(args) {
-			return algo.Request{}, errBadSyntax // the option's value is missing
+			return algo.Request{}, ErrSyntax // the option's value is missing
 		}
 		i++
-		if *dst, ok = parseRange(args[i], lo, hi); !ok {
+		if *dst, ok = ParseIntIn(args[i], lo, hi); !ok {
 			switch {
 			case dst == &r.Refund:
 				return algo.Request{}, refundError(hi)
@@ -111,15 +108,15 @@ func parseThrottle(args [][]byte) (algo.Request, error) {
 	r := algo.Request{Kind: algo.KindThrottle, Cost: 1, Cell: true}
 	var ok bool
 	lo, hi := r.Range(algo.ArgLimit) // every bound is algo's (Request.Range)
-	if r.Limit, ok = parseRange(args[0], lo, hi); !ok {
+	if r.Limit, ok = ParseIntIn(args[0], lo, hi); !ok {
 		return algo.Request{}, errMaxBurst
 	}
 	lo, hi = r.Range(algo.ArgRate)
-	if r.Rate, ok = parseRange(args[1], lo, hi); !ok {
+	if r.Rate, ok = ParseIntIn(args[1], lo, hi); !ok {
 		return algo.Request{}, errCount
 	}
 	lo, hi = r.Range(algo.ArgWindow)
-	period, ok := parseRange(args[2], lo/1_000_000, hi/1_000_000)
+	period, ok := ParseIntIn(args[2], lo/1_000_000, hi/1_000_000)
 	if !ok {
 		return algo.Request{}, errPeriod
 	}
@@ -127,13 +124,13 @@ func parseThrottle(args [][]byte) (algo.Request, error) {
 	switch {
 	case refund:
 		lo, hi = r.Range(algo.ArgRefund)
-		if r.Refund, ok = parseRange(args[4], lo, hi); !ok {
+		if r.Refund, ok = ParseIntIn(args[4], lo, hi); !ok {
 			return algo.Request{}, refundError(hi)
 		}
 		r.Cost = 0
 	case len(args) == 4:
 		lo, hi = r.Range(algo.ArgCost)
-		if r.Cost, ok = parseRange(args[3], lo, hi); !ok {
+		if r.Cost, ok = ParseIntIn(args[3], lo, hi); !ok {
 			return algo.Request{}, errQuantity
 		}
 	}
@@ -143,7 +140,7 @@ func parseThrottle(args [][]byte) (algo.Request, error) {
 // ParseGCRA reads the arguments after the key of Redis 8.8's native command,
 // GCRA key max_burst tokens_per_period period [TOKENS n], and checks them as Redis's
 // gcraCommand does, in its order and with its error texts: max_burst 0 to 2^63-1,
-// tokens_per_period and n 1 to 2^63-1 (integers as Redis reads them, see parseRange),
+// tokens_per_period and n 1 to 2^63-1 (integers as Redis reads them, see ParseIntIn),
 // period a float as Redis reads one (parseRedisDouble), 0 < period < 1e12 seconds, the
 // one option TOKENS (any case; any other word is a syntax error). The request, with
 // Redis's overflow checks, is algo.NativeGCRA's.
@@ -153,10 +150,10 @@ func ParseGCRA(args [][]byte) (algo.Request, error) {
 	}
 	r := algo.Request{Kind: algo.KindGCRA, Cost: 1, Cell: true}
 	var ok bool
-	if r.Limit, ok = parseInt64(args[0]); !ok || r.Limit < 0 {
+	if r.Limit, ok = ParseInt(args[0]); !ok || r.Limit < 0 {
 		return algo.Request{}, errGCRAMaxBurst
 	}
-	if r.Rate, ok = parseInt64(args[1]); !ok {
+	if r.Rate, ok = ParseInt(args[1]); !ok {
 		return algo.Request{}, errGCRANotInt
 	} else if r.Rate < 1 {
 		return algo.Request{}, errGCRAPositive
@@ -170,11 +167,11 @@ func ParseGCRA(args [][]byte) (algo.Request, error) {
 	if len(args) > 3 {
 		switch {
 		case !bytes.EqualFold(args[3], []byte("TOKENS")):
-			return algo.Request{}, errBadSyntax
+			return algo.Request{}, ErrSyntax
 		case len(args) == 4:
 			return algo.Request{}, errGCRAMissing
 		}
-		if r.Cost, ok = parseInt64(args[4]); !ok {
+		if r.Cost, ok = ParseInt(args[4]); !ok {
 			return algo.Request{}, errGCRANotInt
 		} else if r.Cost < 1 {
 			return algo.Request{}, errGCRAPositive
@@ -185,66 +182,4 @@ func ParseGCRA(args [][]byte) (algo.Request, error) {
 		return algo.Request{}, scheduleError(r, err)
 	}
 	return native, nil
-}
-
-// parseInt64 parses b as Redis's string2ll does: an optional '-', then decimal digits
-// without a leading zero ("0" alone excepted), within int64; no '+', no spaces.
-func parseInt64(b []byte) (int64, bool) {
-	digits := bytes.TrimPrefix(b, []byte("-"))
-	if len(digits) == 0 || digits[0] < '0' || digits[0] > '9' || digits[0] == '0' && len(b) > 1 {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	return v, err == nil
-}
-
-// parseRedisDouble parses b as Redis 8's string2d does, with fast_float (built with a
-// leading '+' allowed) over the whole argument: decimal digits with an optional point
-// and exponent, or inf, infinity or nan in any case, signed or not; no hexadecimal
-// ("0x10", "0x1p3"), no white space, nothing left over. Refused as string2d refuses
-// them: NaN, and a range error (ERANGE) to ±Inf or to 0, "1e400" or "1e-400". Go's
-// ParseFloat reads the same decimal syntax but for hexadecimal and digit separators
-// ("1_000"), refused here first, and reports underflow to 0 as no error, checked here.
-func parseRedisDouble(b []byte) (float64, bool) {
-	s := string(b)
-	if s == "" || strings.ContainsAny(s, "xX_") {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	mantissa := s
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		mantissa = s[:i]
-	}
-	switch {
-	case err != nil, math.IsNaN(v): // overflow is an error here too
-		return 0, false
-	case v == 0 && strings.ContainsAny(mantissa, "123456789"):
-		return 0, false // a nonzero number that underflowed: ERANGE with 0
-	}
-	return v, true
-}
-
-// parseRange parses b as Redis parses an integer argument and reports whether it is
-// one within [lo, hi]. hi must be below 1e18, so 18 digits never overflow.
-func parseRange(b []byte, lo, hi int64) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	digits := b
-	if neg {
-		digits = b[1:]
-	}
-	// No digit, a leading zero ("0" alone excepted) or more digits than any bound has.
-	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(b) > 1) {
-		return 0, false
-	}
-	var v int64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	if neg {
-		v = -v
-	}
-	return v, v >= lo && v <= hi
 }

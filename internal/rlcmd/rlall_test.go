@@ -1,4 +1,4 @@
-package resp
+package rlcmd
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"github.com/rlserver/rlserver/algo"
 )
 
-func TestParseAll(t *testing.T) {
+func TestParseRLAll(t *testing.T) {
 	fixed := algo.Request{Kind: algo.KindFixed, Limit: 10, Window: ms(1000), Cost: 1}
 	log := algo.Request{Kind: algo.KindLog, Limit: 5, Window: ms(60000), Cost: 2}
 	token := algo.Request{Kind: algo.KindToken, Limit: 10, Window: ms(1000), Rate: 5, Cost: 1}
@@ -34,9 +34,9 @@ func TestParseAll(t *testing.T) {
 		{"FIXED k 10 1000 LOG k2 5 60000 peek COST 2", peeked(algo.Rule{Key: []byte("k"), Req: fixed}, algo.Rule{Key: []byte("k2"), Req: log})},
 		{"FIXED k 10 1000 PEEK", peeked(algo.Rule{Key: []byte("k"), Req: fixed})},
 	} {
-		got, err := ParseAll(split(c.args), 100_000)
+		got, err := ParseRLAll(split(c.args), 100_000)
 		if err != nil || !sameRules(got, c.want) {
-			t.Errorf("ParseAll(%q) = %+v, %v; want %+v", c.args, got, err, c.want)
+			t.Errorf("ParseRLAll(%q) = %+v, %v; want %+v", c.args, got, err, c.want)
 		}
 	}
 }
@@ -53,7 +53,7 @@ func sameRules(a, b []algo.Rule) bool {
 	return true
 }
 
-func TestParseAllErrors(t *testing.T) {
+func TestParseRLAllErrors(t *testing.T) {
 	const (
 		arity   = "ERR wrong number of arguments for 'rl.all' command"
 		unknown = "ERR unknown algorithm in RL.ALL: expected FIXED, SLIDE, LOG, TOKEN, GCRA or LEAKY"
@@ -93,20 +93,20 @@ func TestParseAllErrors(t *testing.T) {
 		for i, a := range c.args {
 			args[i] = []byte(a)
 		}
-		got, err := ParseAll(args, 100_000)
+		got, err := ParseRLAll(args, 100_000)
 		if err == nil || err.Error() != c.want {
-			t.Errorf("ParseAll(%q) = %+v, %v; want error %q", c.args, got, err, c.want)
+			t.Errorf("ParseRLAll(%q) = %+v, %v; want error %q", c.args, got, err, c.want)
 		}
 	}
-	if got, err := ParseAll(split(strings.Join(rules(64), " ")), 100_000); err != nil || len(got) != 64 {
+	if got, err := ParseRLAll(split(strings.Join(rules(64), " ")), 100_000); err != nil || len(got) != 64 {
 		t.Errorf("64 rules: %d rules, %v", len(got), err)
 	}
 }
 
-// FuzzParseAll checks that any input parses without panic into either a one-line
+// FuzzParseRLAll checks that any input parses without panic into either a one-line
 // error starting "ERR " or 1 to 64 rules, each within the contract's ranges, all with
 // one PEEK, that every algorithm decides without panic.
-func FuzzParseAll(f *testing.F) {
+func FuzzParseRLAll(f *testing.F) {
 	for _, seed := range []string{
 		"FIXED k 10 1000", "fixed k 10 1000 log k2 5 60000 COST 2 PEEK", "TOKEN FIXED 10 1000 RATE 5 GCRA LOG 10 1000 BURST 3",
 		"LEAKY a 10 1000 QUEUE 4 SLIDE b 1 1 COST 0", "FIXED k 10", "THROTTLE k 1 1", "FIXED k 10 1000 COST LOG k 1 1",
@@ -115,7 +115,7 @@ func FuzzParseAll(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, args string) {
-		rules, err := ParseAll(split(args), 100_000)
+		rules, err := ParseRLAll(split(args), 100_000)
 		if err != nil {
 			if msg := err.Error(); !strings.HasPrefix(msg, "ERR ") || strings.ContainsAny(msg, "\r\n") {
 				t.Fatalf("error %q is not one ERR line", msg)

@@ -1,4 +1,4 @@
-package resp
+package rlcmd
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ func ParseAcquire(args [][]byte, maxLogLimit int64) (algo.LeaseRequest, error) {
 	_, maxL := algo.Request{Kind: algo.KindLease}.Range(algo.ArgLimit)
 	maxL = min(maxLogLimit, maxL)
 	var ok bool
-	if r.Limit, ok = parseRange(args[0], 1, maxL); !ok {
+	if r.Limit, ok = ParseIntIn(args[0], 1, maxL); !ok {
 		return algo.LeaseRequest{}, limitError(maxL)
 	}
 	if r.Duration, ok = parseLeaseMs(args[1]); !ok {
@@ -27,7 +27,7 @@ func ParseAcquire(args [][]byte, maxLogLimit int64) (algo.LeaseRequest, error) {
 	}
 	for i := 2; i < len(args); i += 2 {
 		if !bytes.EqualFold(args[i], []byte("ID")) || i+1 == len(args) {
-			return algo.LeaseRequest{}, errBadSyntax
+			return algo.LeaseRequest{}, ErrSyntax
 		}
 		if id := args[i+1]; len(id) == 0 || len(id) > algo.MaxLeaseID {
 			return algo.LeaseRequest{}, errLeaseID
@@ -37,10 +37,10 @@ func ParseAcquire(args [][]byte, maxLogLimit int64) (algo.LeaseRequest, error) {
 	return r, nil
 }
 
-// parseRenew reads RL.RENEW's arguments after the key: lease_id lease_ms, and returns
+// ParseRenew reads RL.RENEW's arguments after the key: lease_id lease_ms, and returns
 // the id and the duration in µs. Any id is accepted: one that names no live lease
 // answers 0, as RL.RELEASE's does.
-func parseRenew(args [][]byte) (id []byte, duration int64, err error) {
+func ParseRenew(args [][]byte) (id []byte, duration int64, err error) {
 	if len(args) != 2 {
 		return nil, 0, errRenewArity
 	}
@@ -54,6 +54,6 @@ func parseRenew(args [][]byte) (id []byte, duration int64, err error) {
 // parseLeaseMs reads lease_ms, 1 ms to a year, and returns it in µs.
 func parseLeaseMs(b []byte) (int64, bool) {
 	lo, hi := algo.Request{Kind: algo.KindLease}.Range(algo.ArgWindow)
-	ms, ok := parseRange(b, lo/1000, hi/1000)
+	ms, ok := ParseIntIn(b, lo/1000, hi/1000)
 	return ms * 1000, ok
 }

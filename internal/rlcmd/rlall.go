@@ -1,4 +1,4 @@
-package resp
+package rlcmd
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func allKind(word []byte) algo.Kind {
 	return 0
 }
 
-// ParseAll parses RL.ALL's arguments, those after the command name:
+// ParseRLAll parses RL.ALL's arguments, those after the command name:
 //
 //	<ALGO> key limit window_ms [option ...] [<ALGO> key limit window_ms [option ...] ...]
 //
@@ -33,9 +33,9 @@ func allKind(word []byte) algo.Kind {
 // single command's. An ALGO word where an option could start (not where an option's
 // value is expected) starts the next rule. PEEK in any rule applies to the whole call:
 // it is set on every rule's Req. That two rules name the same key is the store's check
-// (it compares keys anyway); ParseAll does not look. The rules' keys alias args.
+// (it compares keys anyway); ParseRLAll does not look. The rules' keys alias args.
 // Errors are Redis error replies, whole.
-func ParseAll(args [][]byte, maxLogLimit int64) ([]algo.Rule, error) {
+func ParseRLAll(args [][]byte, maxLogLimit int64) ([]algo.Rule, error) {
 	if len(args) == 0 {
 		return nil, errAllArity
 	}
