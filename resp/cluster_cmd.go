@@ -30,7 +30,7 @@ func (s *Server) clusterRedirect(c *client, cm *command, args [][]byte) string {
 		return ""
 	case slot < 0:
 		return errCrossSlot
-	case s.peers.rejoining.Load():
+	case s.peers.exchange.Rejoining():
 		return errClusterDown
 	}
 	return s.route(c, cm, uint16(slot), keys, step)
@@ -152,7 +152,7 @@ func (s *Server) execRedirect(c *client, list []queued) string {
 	if slot < 0 {
 		return ""
 	}
-	if s.peers.rejoining.Load() {
+	if s.peers.exchange.Rejoining() {
 		return errClusterDown
 	}
 	for _, q := range list {

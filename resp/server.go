@@ -306,6 +306,7 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 	if cfg.Cluster != nil && !cfg.Cluster.Static() {
 		s.slotLocks = new([cluster.Slots]sync.RWMutex)
 	}
+	s.newExchange()
 	s.refused = newRefused()
 	s.tun.Store(initialTunables(cfg)) // before initACL, which reads acllog-max-len
 	if err := s.initACL(); err != nil {
