@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rlserver/rlserver/core"
 	"github.com/tidwall/redcon"
 )
 
@@ -32,7 +33,7 @@ func (f *fakeConn) Close() error                   { f.closed = true; return nil
 
 func quietServer(t *testing.T) *Server {
 	t.Helper()
-	s, err := NewServer(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := NewServer(Config{Config: core.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}

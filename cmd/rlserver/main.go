@@ -298,18 +298,19 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	}
 	// Last, after every front has returned: no command runs after the final snapshot.
 	defer func() { err = errors.Join(err, c.Close()) }()
+	var engine *policy.Engine // RL.POLICY's, which the gateway fronts share
 	if opts.gw.limits != "" {
 		p, err := policy.Load(opts.gw.limits)
 		if err != nil {
 			return err // the file, the descriptor's path and the reason
 		}
-		opts.cfg.Policy = p
+		engine = policy.NewEngine(c.Store(), p)
+		opts.cfg.Engine = engine
 	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
 		return err
 	}
-	engine := srv.Policy() // RL.POLICY's, which the gateway fronts share
 	if engine != nil {
 		engine.LoadResult(nil)
 		c.Registry().MustRegister(engine.Collector())
