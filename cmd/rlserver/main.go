@@ -29,6 +29,7 @@ import (
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/conffile"
 	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/watch"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
 )
@@ -315,7 +316,7 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 		engine.LoadResult(nil)
 		c.Registry().MustRegister(engine.Collector())
 		go func() { // a file that does not load keeps the old policy
-			if err := policy.Watch(ctx, opts.gw.limits, engine, logger); err != nil {
+			if err := watch.Watch(ctx, opts.gw.limits, engine, logger); err != nil {
 				logger.Error("policy not watched: changes need a restart", "path", opts.gw.limits, "err", err)
 			}
 		}()
