@@ -319,7 +319,7 @@ func (s *Server) serve(ln net.Listener, slot *net.Listener, rc *redcon.Server) e
 	}
 	s.core.Start()
 	s.warnIfExposed(ln.Addr())
-	err := rc.Serve(&limitListener{Listener: ln, s: s})
+	err := rc.Serve(&connListener{Listener: ln, s: s})
 	s.Close()
 	s.stopPubSub()
 	s.conns.Wait()
@@ -397,13 +397,13 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	if la := rc.NetConn().LocalAddr(); la != nil {
 		c.laddr = la.String()
 	}
-	if lc, ok := rc.NetConn().(*limitConn); ok {
+	if lc, ok := rc.NetConn().(*boundedConn); ok {
 		lc.client = c
 	}
 	rc.SetContext(c)
 	s.conns.Add(1)
 	s.clients[c] = struct{}{}
-	s.connections.Add(1) // connected was counted by limitListener.Accept
+	s.connections.Add(1) // connected was counted by connListener.Accept
 	return true
 }
 
