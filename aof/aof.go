@@ -56,13 +56,15 @@ type Config struct {
 	Name string
 	// Fsync is appendfsync.
 	Fsync Fsync
-	// LoadTruncated loads a log whose last frame a crash cut short, up to it, with a
-	// warning, and truncates the file there (aof-load-truncated yes). False refuses it.
-	LoadTruncated bool
+	// RefuseTruncated refuses a log whose last frame a crash cut short
+	// (aof-load-truncated no). By default (yes) it loads up to that frame, with a
+	// warning, and the file is cut there.
+	RefuseTruncated bool
 	// RewritePercentage and RewriteMinSize start a rewrite when the log has grown
 	// by that percentage over its size after the last rewrite and is at least that
-	// many bytes (auto-aof-rewrite-percentage, auto-aof-rewrite-min-size); a
-	// percentage of 0 turns this off.
+	// many bytes (auto-aof-rewrite-percentage, auto-aof-rewrite-min-size). 0 means
+	// DefaultRewritePercentage and DefaultRewriteMinSize; a negative percentage
+	// turns this off (auto-aof-rewrite-percentage 0).
 	RewritePercentage int
 	RewriteMinSize    int64
 	// Logger receives warnings (a torn tail loaded, a write failing); nil discards.

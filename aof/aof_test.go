@@ -58,7 +58,7 @@ func same(t *testing.T, a, b *store.Store, n int, now int64) {
 }
 
 func cfg(dir string) Config {
-	return Config{Dir: dir, Fsync: FsyncAlways, LoadTruncated: true}
+	return Config{Dir: dir, Fsync: FsyncAlways, RewritePercentage: -1}
 }
 
 func clock(now int64) func() int64 { return func() int64 { return now } }

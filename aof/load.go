@@ -22,7 +22,7 @@ type LoadInfo struct {
 // increment's records, each at now, so that a key whose state became fresh while the
 // server was down is dropped as it would have been. It reports false, loading
 // nothing, if there is no manifest (a first start). A torn tail of the last
-// increment is cut off with a warning under cfg.LoadTruncated, else refused; any
+// increment is cut off with a warning, or refused under cfg.RefuseTruncated; any
 // other damage is refused with the file and the offset.
 func Load(cfg Config, st *store.Store, now int64) (LoadInfo, bool, error) {
 	var info LoadInfo
@@ -66,7 +66,7 @@ func Load(cfg Config, st *store.Store, now int64) (LoadInfo, bool, error) {
 		if !errors.As(err, &fe) || !errors.Is(err, ErrTorn) || !last {
 			return info, true, fmt.Errorf("%w (see `rlserver check-aof --fix`)", err)
 		}
-		if !cfg.LoadTruncated {
+		if cfg.RefuseTruncated {
 			return info, true, fmt.Errorf("%w (aof-load-truncated is no; `rlserver check-aof --fix %s` cuts it off)", err, path)
 		}
 		full, _ := os.Stat(path)

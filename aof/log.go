@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -43,6 +44,10 @@ type Log struct {
 	curSize  atomic.Int64 // every file's bytes (aof_current_size)
 	baseSize atomic.Int64 // curSize after the last rewrite (aof_base_size)
 
+	failed   atomic.Bool  // writeErr != nil, for Failing
+	fsync    atomic.Int32 // Fsync; SetTunables changes it
+	pct      atomic.Int64 // RewritePercentage
+	minSize  atomic.Int64 // RewriteMinSize
 	rewrites rewriteState
 	rotate   chan chan error
 	stop     chan struct{}
@@ -60,6 +65,7 @@ func Open(cfg Config, st *store.Store, now func() int64) (*Log, error) {
 	l := &Log{cfg: cfg, st: st, j: store.NewJournal(), now: now, log: cfg.logger(),
 		rotate: make(chan chan error), stop: make(chan struct{}), done: make(chan struct{})}
 	l.synced = sync.NewCond(&l.mu)
+	l.SetTunables(cfg)
 	l.rewrites.took.Store(-1)
 	m, err := readManifest(cfg.Dir, cfg.name())
 	switch {
@@ -136,6 +142,16 @@ func (l *Log) resume(m manifest) error {
 	l.curSize.Store(l.filesSize(m))
 	return nil
 }
+
+// SetTunables applies cfg's Fsync, RewritePercentage and RewriteMinSize from now on
+// (CONFIG SET appendfsync, auto-aof-rewrite-*); the rest of cfg is fixed at Open.
+func (l *Log) SetTunables(cfg Config) {
+	l.fsync.Store(int32(cfg.Fsync))
+	l.pct.Store(int64(cmp.Or(cfg.RewritePercentage, DefaultRewritePercentage)))
+	l.minSize.Store(cmp.Or(cfg.RewriteMinSize, DefaultRewriteMinSize))
+}
+
+func (l *Log) policy() Fsync { return Fsync(l.fsync.Load()) }
 
 func (l *Log) nextSeq(m manifest) int64 {
 	if last, ok := m.lastIncr(); ok {

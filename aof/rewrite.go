@@ -22,12 +22,13 @@ import (
 
 // rewriteState is the rewrites' bookkeeping.
 type rewriteState struct {
-	wg      sync.WaitGroup
-	running atomic.Bool
-	failed  atomic.Bool // the last rewrite failed
-	count   atomic.Uint64
-	took    atomic.Int64 // µs of the last rewrite, -1 if none
-	began   atomic.Int64 // Unix µs the running rewrite began
+	wg        sync.WaitGroup
+	running   atomic.Bool
+	scheduled atomic.Bool // Schedule asked for one while another ran
+	failed    atomic.Bool // the last rewrite failed
+	count     atomic.Uint64
+	took      atomic.Int64 // µs of the last rewrite, -1 if none
+	began     atomic.Int64 // Unix µs the running rewrite began
 }
 
 // Rewrite starts a rewrite in the background, or returns ErrRewriteRunning.
@@ -52,6 +53,16 @@ func (l *Log) Rewrite() error {
 	return nil
 }
 
+// Schedule starts a rewrite, or, if one runs, another after it (Redis's
+// aof_rewrite_scheduled): for a store whose keys changed without effects (a
+// replica's full sync), which the running rewrite's base may have missed.
+func (l *Log) Schedule() {
+	l.rewrites.scheduled.Store(true)
+	if l.Rewrite() == nil {
+		l.rewrites.scheduled.Store(false)
+	}
+}
+
 // RewriteNow runs a rewrite and returns when it is done.
 func (l *Log) RewriteNow() error {
 	if !l.rewrites.running.CompareAndSwap(false, true) {
@@ -71,7 +82,12 @@ func (l *Log) RewriteNow() error {
 
 // rewrite does the rewrite; l.rewrites.running is set and cleared here.
 func (l *Log) rewrite() error {
-	defer l.rewrites.running.Store(false)
+	defer func() {
+		l.rewrites.running.Store(false)
+		if l.rewrites.scheduled.Swap(false) {
+			l.Schedule()
+		}
+	}()
 	begin := time.Now()
 	l.rewrites.began.Store(begin.UnixMicro())
 	err := l.rewriteFiles()
@@ -183,12 +199,12 @@ func (l *Log) writeBase(seq int64) (part, error) {
 
 // maybeRewrite starts a rewrite if the log has grown past the thresholds.
 func (l *Log) maybeRewrite() {
-	pct := l.cfg.RewritePercentage
+	pct := l.pct.Load()
 	if pct <= 0 || l.rewrites.running.Load() {
 		return
 	}
 	cur, base := l.curSize.Load(), l.baseSize.Load()
-	if cur < l.cfg.RewriteMinSize || cur < base+base*int64(pct)/100 {
+	if cur < l.minSize.Load() || cur < base+base*pct/100 {
 		return
 	}
 	l.Rewrite()

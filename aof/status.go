@@ -6,6 +6,7 @@ import "time"
 type Status struct {
 	Fsync             Fsync
 	RewriteInProgress bool
+	RewriteScheduled  bool
 	LastRewriteOK     bool
 	LastRewrite       time.Duration // how long the last rewrite took, -1 if none
 	CurrentRewrite    time.Duration // how long the running rewrite has taken, -1 if none
@@ -19,8 +20,9 @@ type Status struct {
 
 // Status reads the log's state.
 func (l *Log) Status() Status {
-	s := Status{Fsync: l.cfg.Fsync, RewriteInProgress: l.rewrites.running.Load(),
-		LastRewriteOK: !l.rewrites.failed.Load(), LastRewrite: -1, CurrentRewrite: -1,
+	s := Status{Fsync: l.policy(), RewriteInProgress: l.rewrites.running.Load(),
+		RewriteScheduled: l.rewrites.scheduled.Load(),
+		LastRewriteOK:    !l.rewrites.failed.Load(), LastRewrite: -1, CurrentRewrite: -1,
 		Rewrites: l.rewrites.count.Load(), CurrentSize: l.curSize.Load(), BaseSize: l.baseSize.Load()}
 	if t := l.rewrites.took.Load(); t >= 0 {
 		s.LastRewrite = time.Duration(t) * time.Microsecond

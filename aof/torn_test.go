@@ -79,7 +79,7 @@ func TestTornTail(t *testing.T) {
 			whole++
 		}
 		c := cfg(dir)
-		c.LoadTruncated = false
+		c.RefuseTruncated = true
 		_, _, err := Load(c, newStore(t), t0)
 		var fe *FrameError
 		if cut == offs[whole] { // between two frames: a whole log

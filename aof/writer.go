@@ -68,8 +68,9 @@ func (l *Log) flush(force bool) {
 		written = end
 	}
 	l.spare = b[:0]
-	sync := force || l.cfg.Fsync == FsyncAlways ||
-		l.cfg.Fsync == FsyncEverySec && time.Since(l.lastSync) >= retryEvery
+	policy := l.policy()
+	sync := force || policy == FsyncAlways ||
+		policy == FsyncEverySec && time.Since(l.lastSync) >= retryEvery
 	durable := -1
 	if sync {
 		if err := l.f.Sync(); err != nil {
@@ -84,6 +85,7 @@ func (l *Log) flush(force bool) {
 		l.log.Info("aof: writes succeed again", "file", l.f.Name())
 	}
 	l.written, l.writeErr = written, nil
+	l.failed.Store(false)
 	if durable > 0 {
 		l.durable = written
 		l.synced.Broadcast()
@@ -115,6 +117,7 @@ func (l *Log) fail(err error) {
 		l.log.Error("aof: writes refused until the log's file can be written again", "file", l.f.Name(), "err", err)
 	}
 	l.writeErr = err
+	l.failed.Store(true)
 }
 
 // WaitDurable returns once the journal's bytes up to off are synced, at once under
@@ -123,7 +126,7 @@ func (l *Log) fail(err error) {
 // of every connection waiting share one sync). It waits through a failing disk,
 // until a write succeeds again.
 func (l *Log) WaitDurable(off int64) {
-	if l.cfg.Fsync != FsyncAlways {
+	if l.policy() != FsyncAlways {
 		return
 	}
 	l.mu.Lock()
@@ -133,8 +136,19 @@ func (l *Log) WaitDurable(off int64) {
 	l.mu.Unlock()
 }
 
+// WaitWritten is WaitDurable of the journal's End: it returns once every write made
+// on the store before the call is durable, under appendfsync always.
+func (l *Log) WaitWritten() {
+	if l.policy() == FsyncAlways {
+		l.WaitDurable(l.j.End())
+	}
+}
+
 // End is the journal's End: the offset a connection's writes so far lie before.
 func (l *Log) End() int64 { return l.j.End() }
+
+// Failing reports, without a lock, whether Err is not nil.
+func (l *Log) Failing() bool { return l.failed.Load() }
 
 // Err is the last write's or sync's error, nil if it succeeded: while it is not nil
 // the server refuses writes (MISCONF).

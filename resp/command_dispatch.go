@@ -153,8 +153,10 @@ func (s *Server) refusal(c *client, cm *command, args [][]byte, queued bool) str
 			return msg
 		}
 	}
-	if cm.write && s.repl.ReadOnly() && (!cm.peekable || queued && !peeks(cm, args)) {
-		return errReadOnly
+	if cm.write && (!cm.peekable || queued && !peeks(cm, args)) {
+		if msg := s.writeRefusal(); msg != "" {
+			return msg
+		}
 	}
 	if !cm.loadingOK && s.repl.Loading() {
 		return errLoading

@@ -123,6 +123,17 @@ type limitConn struct {
 	free int // room left in redcon's read buffer after the last Read, for CLIENT INFO's qbuf-free
 }
 
+// Write holds the replies of a batch, under appendfsync always, until the writes on
+// the store before them are on disk: redcon writes a batch's replies at once, after
+// running its commands, so the journal's End read here is past every record they made.
+// The connections that reply at once share one fsync (aof.Log.WaitWritten).
+func (c *limitConn) Write(p []byte) (int, error) {
+	if l := c.s.core.AOF(); l != nil {
+		l.WaitWritten()
+	}
+	return c.Conn.Write(p)
+}
+
 // Read passes on the bytes up to a broken bound; the bad request is then incomplete
 // for redcon, which runs the complete commands before it and reads again. That Read
 // answers the error and fails, and redcon closes the connection, as Redis does.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/aof"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/topk"
@@ -100,6 +101,13 @@ type Config struct {
 	// ProtoMaxBulkLen is the largest bulk string a request may announce; 0 means
 	// DefaultProtoMaxBulkLen.
 	ProtoMaxBulkLen int64
+
+	// AppendOnly turns the append-only log on (appendonly yes), with AOF's settings;
+	// see core.Config.
+	AppendOnly bool
+	AOF        aof.Config
+	// SaveRules are Redis's save rules: see core.Config.
+	SaveRules []core.SaveRule
 
 	// SnapshotPath is the snapshot file: loaded by NewServer, saved every
 	// SnapshotInterval when something changed, by SAVE, and when the server stops
@@ -229,7 +237,8 @@ func (cfg Config) Core() core.Config {
 		TLSAuthClients: cfg.TLSAuthClients, TLSClientSAN: cfg.TLSClientSAN, SnapshotPath: cfg.SnapshotPath,
 		SnapshotInterval: cfg.SnapshotInterval, SnapshotIgnoreCorrupt: cfg.SnapshotIgnoreCorrupt,
 		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser,
-		ReplBacklogSize: cfg.ReplBacklogSize, Partition: partition(cfg.Cluster)}
+		ReplBacklogSize: cfg.ReplBacklogSize, Partition: partition(cfg.Cluster),
+		AppendOnly: cfg.AppendOnly, AOF: cfg.AOF, SaveRules: cfg.SaveRules}
 }
 
 // partition is the store's grouping of keys: by hash slot in cluster mode, for
