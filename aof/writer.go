@@ -126,7 +126,7 @@ func (l *Log) fail(err error) {
 // of every connection waiting share one sync). It waits through a failing disk,
 // until a write succeeds again.
 func (l *Log) WaitDurable(off int64) {
-	if l.policy() != FsyncAlways {
+	if off <= 0 || l.policy() != FsyncAlways {
 		return
 	}
 	l.mu.Lock()
@@ -136,12 +136,13 @@ func (l *Log) WaitDurable(off int64) {
 	l.mu.Unlock()
 }
 
-// WaitWritten is WaitDurable of the journal's End: it returns once every write made
-// on the store before the call is durable, under appendfsync always.
-func (l *Log) WaitWritten() {
-	if l.policy() == FsyncAlways {
-		l.WaitDurable(l.j.End())
+// Mark returns the journal's End under appendfsync always, for WaitDurable after
+// the writes made before it; 0 under everysec and no, where replies do not wait.
+func (l *Log) Mark() int64 {
+	if l.policy() != FsyncAlways {
+		return 0
 	}
+	return l.j.End()
 }
 
 // End is the journal's End: the offset a connection's writes so far lie before.

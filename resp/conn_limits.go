@@ -123,13 +123,18 @@ type limitConn struct {
 	free int // room left in redcon's read buffer after the last Read, for CLIENT INFO's qbuf-free
 }
 
-// Write holds the replies of a batch, under appendfsync always, until the writes on
-// the store before them are on disk: redcon writes a batch's replies at once, after
-// running its commands, so the journal's End read here is past every record they made.
-// The connections that reply at once share one fsync (aof.Log.WaitWritten).
+// Write holds the replies of a batch, under appendfsync always, until the writes the
+// connection made in it are on disk (client.aofMark): redcon writes a batch's
+// replies at once, after running its commands. The connections that reply at once
+// share one fsync. A connection that wrote nothing replies at once, on a full disk
+// too.
 func (c *limitConn) Write(p []byte) (int, error) {
-	if l := c.s.core.AOF(); l != nil {
-		l.WaitWritten()
+	if c.client != nil {
+		if mark := c.client.aofMark.Swap(0); mark > 0 {
+			if l := c.s.core.AOF(); l != nil {
+				l.WaitDurable(mark)
+			}
+		}
 	}
 	return c.Conn.Write(p)
 }

@@ -23,7 +23,7 @@ func writeTestLog(t *testing.T, dir string, n int) {
 	}
 	for i := range n {
 		st.Do([]byte(fmt.Sprint("k", i)), algo.Request{Kind: algo.KindFixed, Limit: 5, Window: 60e6, Cost: 1}, now)
-		l.WaitWritten()
+		l.WaitDurable(l.End())
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
