@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/rlserver/rlserver/aof"
@@ -33,8 +34,8 @@ func persistFlags(fs *flag.FlagSet, cfg *resp.Config, o *persistOptions) {
 	fs.StringVar(&o.dbfilename, "dbfilename", "", "snapshot `file` name (redis.conf's dbfilename; rlserver's snapshot format, not RDB): with save rules, or Redis's default ones; -snapshot wins")
 	fs.Var(&o.save, "save", "Redis's save `rules`: \"<seconds> <changes> ...\"; a config file may repeat the line; \"\" saves nothing by itself")
 	fs.BoolVar(&cfg.AppendOnly, "appendonly", false, "keep an append-only log of every write in appenddirname, replayed at start (Redis's appendonly)")
-	fs.StringVar(&cfg.AOF.Name, "appendfilename", aof.DefaultName, "the log's files' base `name`")
-	fs.StringVar(&cfg.AOF.Dir, "appenddirname", aof.DefaultDir, "the log's `directory`, within dir")
+	fs.StringVar(&cfg.AOF.Name, "appendfilename", "", "the log's files' base `name`; empty: "+aof.DefaultName)
+	fs.StringVar(&cfg.AOF.Dir, "appenddirname", "", "the log's `directory`, within dir; empty: "+aof.DefaultDir)
 	fs.TextVar((*fsyncFlag)(&cfg.AOF.Fsync), "appendfsync", fsyncFlag(aof.FsyncEverySec), "when the log is synced: `always` (before each reply; connections share syncs), everysec or no")
 	fs.BoolFunc("aof-load-truncated", "load a log whose last record a crash cut short, up to it, with a warning (default yes)", func(v string) error {
 		switch strings.ToLower(v) {
@@ -47,23 +48,25 @@ func persistFlags(fs *flag.FlagSet, cfg *resp.Config, o *persistOptions) {
 		}
 		return nil
 	})
-	fs.IntVar(&cfg.AOF.RewritePercentage, "auto-aof-rewrite-percentage", aof.DefaultRewritePercentage, "rewrite the log when it grew by this `percent` since the last rewrite; 0: never by itself")
-	o.minSize = aof.DefaultRewriteMinSize
-	fs.Var(&o.minSize, "auto-aof-rewrite-min-size", "and is at least this many `bytes` (suffixes k, mb, gb)")
+	fs.Func("auto-aof-rewrite-percentage", "rewrite the log when it grew by this `percent` since the last rewrite (default 100); 0: never by itself", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errors.New("a percentage, 0 or more")
+		}
+		if cfg.AOF.RewritePercentage = n; n == 0 {
+			cfg.AOF.RewritePercentage = -1 // off, as Redis's 0
+		}
+		return nil
+	})
+	fs.Var(&o.minSize, "auto-aof-rewrite-min-size", "and is at least this many `bytes` (suffixes k, mb, gb); 0: 64mb")
 }
 
 // applyPersist completes cfg from o once the flags are parsed.
 func applyPersist(cfg *resp.Config, o persistOptions) error {
 	cfg.AOF.RefuseTruncated = o.noTrunc
 	cfg.AOF.RewriteMinSize = int64(o.minSize)
-	if cfg.AOF.RewritePercentage == 0 {
-		cfg.AOF.RewritePercentage = -1 // Redis's 0: off
-	}
-	if strings.ContainsAny(cfg.AOF.Name, `/\`) || cfg.AOF.Name == "" {
+	if strings.ContainsAny(cfg.AOF.Name, `/\`) {
 		return fmt.Errorf("appendfilename %q: a file name, without a directory", cfg.AOF.Name)
-	}
-	if cfg.AOF.Dir == "" {
-		return errors.New("appenddirname: empty")
 	}
 	rules := o.save.rules
 	if !o.save.set && o.dbfilename != "" {
