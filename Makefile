@@ -67,6 +67,12 @@ bench-rls: build
 bench-edge: build
 	$(GO) run ./cmd/rlbench edge -rlserver-bin $(BIN)
 
+# The append-only log: RL.TOKEN -P 16 and -P 1 with appendfsync everysec against no
+# persistence, with always against Redis's INCR with appendfsync always on the same disk,
+# and the start-up replay of a log against loading a snapshot (docs/persistence.md).
+bench-persistence: build
+	./scripts/bench-persistence.sh
+
 # Replication on loopback: redis-benchmark's RL.TOKEN -P 16 on a primary with 2 replicas
 # against one with none (same run), the replicas' lag under that load, and the failover
 # time after kill -9 with three Sentinels (redis-server --sentinel); see docs/ha.md.
