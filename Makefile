@@ -3,7 +3,7 @@ GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
 
-.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication bench-reshard soak experiments scale docs release image image-rootfs clean
+.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication bench-reshard bench-persistence soak experiments scale docs release image image-rootfs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
