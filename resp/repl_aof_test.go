@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/aof"
 )
@@ -91,5 +93,33 @@ func TestAOFConfig(t *testing.T) {
 	ts2 := startServer(t, Config{AppendOnly: true, AOF: aof.Config{Dir: filepath.Join(dir, "appendonlydir")}})
 	if got := do(ts2.client(t, 2), spend); got[:7] != "[1 5 2 " {
 		t.Fatalf("replayed: %s, want 2 left", got)
+	}
+}
+
+// TestWait: WAIT answers the replicas that acknowledged the writes before it, at once
+// when enough did, after its timeout otherwise; errors as Redis's.
+func TestWait(t *testing.T) {
+	p := startServer(t, Config{})
+	r1 := startServer(t, Config{ReplicaOf: p.addr})
+	pc, c1 := p.client(t, 2), r1.client(t, 2)
+	waitLinkUp(t, c1)
+	do(pc, "RL.FIXED w 5 60000")
+	if got := do(pc, "WAIT 1 0"); got != "1" {
+		t.Fatalf("WAIT 1 0 with one replica: %s", got)
+	}
+	if got := do(c1, "RL.FIXED w 5 60000 PEEK"); got[:7] != "[1 5 3 " {
+		t.Fatalf("after WAIT, the replica holds %s", got)
+	}
+	begin := time.Now()
+	if got := do(pc, "WAIT 2 200"); got != "1" || time.Since(begin) < 200*time.Millisecond {
+		t.Fatalf("WAIT 2 200 with one replica: %s after %v", got, time.Since(begin))
+	}
+	run(t, pc, []call{
+		{"WAIT 0 0", "1"},
+		{"WAIT x 0", "ERR value is not an integer or out of range"},
+		{"WAIT 1 -1", "ERR timeout is negative"},
+	})
+	if got := do(c1, "WAIT 0 0"); !strings.HasPrefix(got, "ERR WAIT cannot be used with replica instances") {
+		t.Fatalf("WAIT on a replica: %s", got)
 	}
 }

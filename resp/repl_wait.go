@@ -1,0 +1,56 @@
+package resp
+
+import "time"
+
+// waitPoll is how often WAIT counts the replicas' acknowledgements. Replicas
+// acknowledge every 100 ms (replication's replAckEvery), so a finer poll gains
+// nothing.
+const waitPoll = 5 * time.Millisecond
+
+// cmdWait serves WAIT numreplicas timeout as Redis answers it: the number of replicas
+// that acknowledged every write made before the call (the primary's offset then),
+// once numreplicas did or after timeout ms (0: no bound); on a replica, an error.
+func cmdWait(s *Server, c *client, args [][]byte, _ int64) {
+	if s.repl.ReadOnly() {
+		c.writeError("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
+		return
+	}
+	want, ok := parseInt64(args[1])
+	if !ok {
+		c.writeError("ERR value is not an integer or out of range")
+		return
+	}
+	timeout, ok := parseInt64(args[2])
+	if !ok {
+		c.writeError("ERR timeout is not an integer or out of range")
+		return
+	}
+	if timeout < 0 {
+		c.writeError("ERR timeout is negative")
+		return
+	}
+	target := s.repl.Offset()
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
+	}
+	for {
+		acked := s.ackedReplicas(target)
+		if acked >= want || !deadline.IsZero() && !time.Now().Before(deadline) {
+			c.w.WriteInt(int(acked))
+			return
+		}
+		time.Sleep(waitPoll)
+	}
+}
+
+// ackedReplicas counts the replicas that acknowledged offset.
+func (s *Server) ackedReplicas(offset int64) int64 {
+	var n int64
+	for _, r := range s.repl.Replicas() {
+		if r.State == "online" && r.Offset >= offset {
+			n++
+		}
+	}
+	return n
+}
