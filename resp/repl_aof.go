@@ -15,7 +15,8 @@ const errMisconfAOF = "MISCONF Errors writing to the AOF file: "
 
 // writeRefusal is the error that keeps a write from running here, or "": the
 // server is a replica (READONLY), or its append-only log's last write failed
-// (MISCONF: a write that could not be logged would be lost to a crash). Reads, and
+// (MISCONF: a write that could not be logged would be lost to a crash), or it has
+// fewer good replicas than min-replicas-to-write (NOREPLICAS). Reads, and
 // decisions that write nothing (PEEK), go on.
 func (s *Server) writeRefusal() string {
 	if s.repl.ReadOnly() {
@@ -26,7 +27,7 @@ func (s *Server) writeRefusal() string {
 			return errMisconfAOF + err.Error()
 		}
 	}
-	return ""
+	return s.replicasRefusal()
 }
 
 // cmdBgRewriteAOF serves BGREWRITEAOF, answered as Redis answers it.

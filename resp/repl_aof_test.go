@@ -123,3 +123,43 @@ func TestWait(t *testing.T) {
 		t.Fatalf("WAIT on a replica: %s", got)
 	}
 }
+
+// TestMinReplicas: with min-replicas-to-write 1 a primary admits while its replica is
+// connected and refuses spends with NOREPLICAS once it is gone; PEEKs go on; INFO
+// says min_slaves_good_slaves.
+func TestMinReplicas(t *testing.T) {
+	p := startServer(t, Config{})
+	r1, stopReplica := savingServer(t, Config{ReplicaOf: p.addr})
+	pc := p.client(t, 2)
+	waitLinkUp(t, r1.client(t, 2))
+	waitFor(t, "the replica online", func() bool { return p.ackedReplicas(0) == 1 })
+	run(t, pc, []call{
+		{"CONFIG SET min-replicas-to-write 1 min-replicas-max-lag 1", "OK"},
+		{"CONFIG GET min-replicas-to-write", "[min-replicas-to-write 1]"},
+		{"CONFIG GET min-replicas-max-lag", "[min-replicas-max-lag 1]"},
+		{"CONFIG SET min-replicas-to-write -1", "ERR CONFIG SET failed (possibly related to argument 'min-replicas-to-write') - argument must be between 0 and 2147483647 inclusive"},
+	})
+	const spend = "RL.FIXED m 5 31536000000"
+	if got := do(pc, spend); got[:7] != "[1 5 4 " {
+		t.Fatalf("with its replica: %s", got)
+	}
+	if got := replInfo(t, pc, "min_slaves_good_slaves"); got != "1" {
+		t.Fatalf("min_slaves_good_slaves %s", got)
+	}
+	stopReplica()
+	waitFor(t, "NOREPLICAS", func() bool { return do(pc, spend) == errNoReplicas }) // admitted until then
+	peek := do(pc, spend+" PEEK")
+	if !strings.HasPrefix(peek, "[1 5 ") {
+		t.Fatalf("a PEEK without replicas: %s", peek)
+	}
+	if got := do(pc, spend); got != errNoReplicas {
+		t.Fatalf("a spend without replicas: %s", got)
+	}
+	if got := replInfo(t, pc, "min_slaves_good_slaves"); got != "0" {
+		t.Fatalf("min_slaves_good_slaves %s", got)
+	}
+	run(t, pc, []call{{"CONFIG SET min-replicas-to-write 0", "OK"}})
+	if got := do(pc, spend); got[:7] != peek[:7] {
+		t.Fatalf("min-replicas-to-write 0: %s, want the PEEK's %s: a refused spend spent", got, peek)
+	}
+}

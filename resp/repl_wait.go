@@ -1,6 +1,10 @@
 package resp
 
-import "time"
+import (
+	"time"
+
+	"github.com/rlserver/rlserver/replication"
+)
 
 // waitPoll is how often WAIT counts the replicas' acknowledgements. Replicas
 // acknowledge every 100 ms (replication's replAckEvery), so a finer poll gains
@@ -49,6 +53,36 @@ func (s *Server) ackedReplicas(offset int64) int64 {
 	var n int64
 	for _, r := range s.repl.Replicas() {
 		if r.State == "online" && r.Offset >= offset {
+			n++
+		}
+	}
+	return n
+}
+
+// errNoReplicas refuses a write on a primary with fewer good replicas than
+// min-replicas-to-write, Redis's words.
+const errNoReplicas = "NOREPLICAS Not enough good replicas to write."
+
+// DefaultMinReplicasMaxLag is min-replicas-max-lag's default, Redis's: seconds.
+const DefaultMinReplicasMaxLag = 10
+
+// replicasRefusal is errNoReplicas when min-replicas-to-write is set and fewer
+// replicas than it acknowledged within min-replicas-max-lag seconds: a primary cut off
+// from its replicas stops admitting within that time, so that it does not spend
+// limits beside the replica promoted in its place. "" otherwise.
+func (s *Server) replicasRefusal() string {
+	t := s.tun.Load()
+	if t.minReplicas == 0 || goodReplicas(s.repl.Replicas(), t.minReplicasLag) >= t.minReplicas {
+		return ""
+	}
+	return errNoReplicas
+}
+
+// goodReplicas counts the online replicas that acknowledged within maxLag seconds.
+func goodReplicas(views []replication.Replica, maxLag int) int {
+	n := 0
+	for _, v := range views {
+		if v.State == "online" && v.LagSeconds <= int64(maxLag) {
 			n++
 		}
 	}

@@ -46,12 +46,16 @@ type tunables struct {
 	// CONFIG GET, SET and REWRITE (config) and applied after the rest (setConfig).
 	aofOn bool
 	aof   aof.Config
+	// minReplicas and minReplicasLag are min-replicas-to-write and
+	// min-replicas-max-lag (seconds).
+	minReplicas    int
+	minReplicasLag int
 }
 
 // initialTunables reads cfg, its defaults applied.
 func initialTunables(cfg Config) *tunables {
 	t := &tunables{maxClients: int64(cfg.MaxClients), idleTimeout: cfg.IdleTimeout, slowlogLen: cfg.SlowlogMaxLen,
-		aclLogLen: cfg.ACLLogMaxLen}
+		aclLogLen: cfg.ACLLogMaxLen, minReplicasLag: DefaultMinReplicasMaxLag}
 	t.requirePass = cfg.RequirePass
 	switch d := cfg.SlowlogLogSlowerThan; {
 	case d == 0:
@@ -111,6 +115,20 @@ var params = []param{
 				return errors.New("save rules need a snapshot file: start with -snapshot, or with dbfilename and save lines")
 			}
 			return nil
+		}},
+	{name: "min-replicas-to-write", def: "0",
+		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.minReplicas) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := configInt(v, 0, math.MaxInt32)
+			t.minReplicas = int(n)
+			return err
+		}},
+	{name: "min-replicas-max-lag", def: strconv.Itoa(DefaultMinReplicasMaxLag),
+		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.minReplicasLag) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := configInt(v, 0, math.MaxInt32)
+			t.minReplicasLag = int(n)
+			return err
 		}},
 	{name: "dbfilename", get: func(s *Server, _ *tunables) string { return dbFilename(s.cfg.SnapshotPath) }},
 	{name: "dir", get: func(*Server, *tunables) string { d, _ := os.Getwd(); return d }},
