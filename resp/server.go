@@ -108,6 +108,11 @@ type Config struct {
 	AOF        aof.Config
 	// SaveRules are Redis's save rules: see core.Config.
 	SaveRules []core.SaveRule
+	// MinReplicasToWrite and MinReplicasMaxLag are Redis's min-replicas-to-write and
+	// min-replicas-max-lag (seconds; 0 means DefaultMinReplicasMaxLag): a primary
+	// with fewer good replicas refuses spends (NOREPLICAS).
+	MinReplicasToWrite int
+	MinReplicasMaxLag  int
 
 	// SnapshotPath is the snapshot file: loaded by NewServer, saved every
 	// SnapshotInterval when something changed, by SAVE, and when the server stops

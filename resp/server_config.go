@@ -55,7 +55,8 @@ type tunables struct {
 // initialTunables reads cfg, its defaults applied.
 func initialTunables(cfg Config) *tunables {
 	t := &tunables{maxClients: int64(cfg.MaxClients), idleTimeout: cfg.IdleTimeout, slowlogLen: cfg.SlowlogMaxLen,
-		aclLogLen: cfg.ACLLogMaxLen, minReplicasLag: DefaultMinReplicasMaxLag}
+		aclLogLen: cfg.ACLLogMaxLen, minReplicas: cfg.MinReplicasToWrite,
+		minReplicasLag: cmp.Or(cfg.MinReplicasMaxLag, DefaultMinReplicasMaxLag)}
 	t.requirePass = cfg.RequirePass
 	switch d := cfg.SlowlogLogSlowerThan; {
 	case d == 0:

@@ -58,6 +58,8 @@ func persistFlags(fs *flag.FlagSet, cfg *resp.Config, o *persistOptions) {
 		}
 		return nil
 	})
+	fs.IntVar(&cfg.MinReplicasToWrite, "min-replicas-to-write", 0, "refuse spends (NOREPLICAS) on a primary with fewer `replicas` that acknowledged within -min-replicas-max-lag; 0: never")
+	fs.IntVar(&cfg.MinReplicasMaxLag, "min-replicas-max-lag", 0, "`seconds` within which a good replica acknowledged; 0: 10")
 	fs.Var(&o.minSize, "auto-aof-rewrite-min-size", "and is at least this many `bytes` (suffixes k, mb, gb); 0: 64mb")
 }
 

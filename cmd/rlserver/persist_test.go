@@ -18,7 +18,8 @@ func TestPersistDirectives(t *testing.T) {
 	path := filepath.Join(dir, "redis.conf")
 	os.WriteFile(path, []byte("dir "+dir+"\ndbfilename dump.rdb\nsave 900 1\nsave 300 10\n"+
 		"appendonly yes\nappendfsync always\nappendfilename \"a.aof\"\nappenddirname \"aofdir\"\n"+
-		"aof-load-truncated no\nauto-aof-rewrite-percentage 50\nauto-aof-rewrite-min-size 1mb\n"), 0o600)
+		"aof-load-truncated no\nauto-aof-rewrite-percentage 50\nauto-aof-rewrite-min-size 1mb\n"+
+		"min-replicas-to-write 1\nmin-replicas-max-lag 3\n"), 0o600)
 	o, err := parseFlags([]string{path}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +29,7 @@ func TestPersistDirectives(t *testing.T) {
 	if !c.AppendOnly || c.AOF.Fsync != aof.FsyncAlways || c.AOF.Name != "a.aof" || c.AOF.Dir != "aofdir" ||
 		!c.AOF.RefuseTruncated || c.AOF.RewritePercentage != 50 || c.AOF.RewriteMinSize != 1<<20 ||
 		c.SnapshotPath != "dump.rdb" || len(c.SaveRules) != 2 || c.SaveRules[0] != want[0] || c.SaveRules[1] != want[1] ||
-		o.persist.dir != dir {
+		o.persist.dir != dir || c.MinReplicasToWrite != 1 || c.MinReplicasMaxLag != 3 {
 		t.Fatalf("got %+v, dir %q", c, o.persist.dir)
 	}
 	// dbfilename without a save line takes Redis's default rules; save "" none.
