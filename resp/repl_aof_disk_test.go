@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/aof"
+	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // smallDisk mounts a tmpfs of size bytes for the test and returns its path. Without
@@ -71,7 +73,7 @@ func diskFull(t *testing.T, policy aof.Fsync) {
 	if err := os.WriteFile(filler, make([]byte, 200<<10), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{AppendOnly: true, AOF: aof.Config{Dir: filepath.Join(disk, "aof"), Fsync: policy, RewritePercentage: -1}}
+	cfg := Config{Config: core.Config{AppendOnly: true, AOF: aof.Config{Dir: filepath.Join(disk, "aof"), Fsync: policy, RewritePercentage: -1}}}
 	ts, stop := savingServer(t, cfg)
 	ctx := context.Background()
 	rdb := ts.client(t, 2)
@@ -116,7 +118,7 @@ func diskFull(t *testing.T, policy aof.Fsync) {
 		t.Fatalf("rlserver_aof_last_write_ok %v %v", v, ok)
 	}
 	os.Remove(filler)
-	waitFor(t, "writes to resume", func() bool {
+	poll.Until(t, 10*time.Second, "writes to resume", func() bool {
 		return spender.Do(ctx, "RL.FIXED", "after", 5, window).Err() == nil
 	})
 	acked++

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/aof"
+	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // TestAOFRestart: what a server with appendonly yes admitted is there after it stops
@@ -18,7 +20,7 @@ func TestAOFRestart(t *testing.T) {
 	for _, policy := range []aof.Fsync{aof.FsyncAlways, aof.FsyncEverySec, aof.FsyncNo} {
 		t.Run(policy.String(), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "aofdir")
-			cfg := Config{AppendOnly: true, AOF: aof.Config{Dir: dir, Fsync: policy}}
+			cfg := Config{Config: core.Config{AppendOnly: true, AOF: aof.Config{Dir: dir, Fsync: policy}}}
 			ts, stop := savingServer(t, cfg)
 			rdb := ts.client(t, 2)
 			for range 3 {
@@ -48,7 +50,7 @@ func TestAOFConfig(t *testing.T) {
 	dir := t.TempDir()
 	wd, _ := os.Getwd()
 	t.Cleanup(func() { os.Chdir(wd) })
-	ts := startServer(t, Config{AOF: aof.Config{Dir: filepath.Join(dir, "appendonlydir")}})
+	ts := startServer(t, Config{Config: core.Config{AOF: aof.Config{Dir: filepath.Join(dir, "appendonlydir")}}})
 	rdb := ts.client(t, 2)
 	const spend = "RL.FIXED k 5 31536000000"         // a window of a year: never passes during the test
 	if got := do(rdb, spend); got[:7] != "[1 5 4 " { // before the log: in its first base
@@ -90,7 +92,7 @@ func TestAOFConfig(t *testing.T) {
 		t.Fatalf("aof_last_write_status %s", got)
 	}
 	ts.Close()
-	ts2 := startServer(t, Config{AppendOnly: true, AOF: aof.Config{Dir: filepath.Join(dir, "appendonlydir")}})
+	ts2 := startServer(t, Config{Config: core.Config{AppendOnly: true, AOF: aof.Config{Dir: filepath.Join(dir, "appendonlydir")}}})
 	if got := do(ts2.client(t, 2), spend); got[:7] != "[1 5 2 " {
 		t.Fatalf("replayed: %s, want 2 left", got)
 	}
@@ -100,7 +102,7 @@ func TestAOFConfig(t *testing.T) {
 // when enough did, after its timeout otherwise; errors as Redis's.
 func TestWait(t *testing.T) {
 	p := startServer(t, Config{})
-	r1 := startServer(t, Config{ReplicaOf: p.addr})
+	r1 := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
 	pc, c1 := p.client(t, 2), r1.client(t, 2)
 	waitLinkUp(t, c1)
 	do(pc, "RL.FIXED w 5 60000")
@@ -129,10 +131,10 @@ func TestWait(t *testing.T) {
 // says min_slaves_good_slaves.
 func TestMinReplicas(t *testing.T) {
 	p := startServer(t, Config{})
-	r1, stopReplica := savingServer(t, Config{ReplicaOf: p.addr})
+	r1, stopReplica := savingServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
 	pc := p.client(t, 2)
 	waitLinkUp(t, r1.client(t, 2))
-	waitFor(t, "the replica online", func() bool { return p.ackedReplicas(0) == 1 })
+	poll.Until(t, 10*time.Second, "the replica online", func() bool { return p.ackedReplicas(0) == 1 })
 	run(t, pc, []call{
 		{"CONFIG SET min-replicas-to-write 1 min-replicas-max-lag 1", "OK"},
 		{"CONFIG GET min-replicas-to-write", "[min-replicas-to-write 1]"},
@@ -147,7 +149,7 @@ func TestMinReplicas(t *testing.T) {
 		t.Fatalf("min_slaves_good_slaves %s", got)
 	}
 	stopReplica()
-	waitFor(t, "NOREPLICAS", func() bool { return do(pc, spend) == errNoReplicas }) // admitted until then
+	poll.Until(t, 10*time.Second, "NOREPLICAS", func() bool { return do(pc, spend) == errNoReplicas }) // admitted until then
 	peek := do(pc, spend+" PEEK")
 	if !strings.HasPrefix(peek, "[1 5 ") {
 		t.Fatalf("a PEEK without replicas: %s", peek)

@@ -3,6 +3,7 @@ package resp
 import (
 	"time"
 
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/replication"
 )
 
@@ -19,12 +20,12 @@ func cmdWait(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
 		return
 	}
-	want, ok := parseInt64(args[1])
+	want, ok := rlcmd.ParseInt(args[1])
 	if !ok {
 		c.writeError("ERR value is not an integer or out of range")
 		return
 	}
-	timeout, ok := parseInt64(args[2])
+	timeout, ok := rlcmd.ParseInt(args[2])
 	if !ok {
 		c.writeError("ERR timeout is not an integer or out of range")
 		return
