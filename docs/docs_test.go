@@ -623,7 +623,7 @@ func TestGoCommands(t *testing.T) {
 	}
 }
 
-var goCall = regexp.MustCompile(`\bgo (?:test|run|build|vet)\s[^|#\x60]*`)
+var goCall = regexp.MustCompile(`\bgo (?:test|run|build|vet)\s[^#\x60\n]*`)
 
 func checkGoCommand(t *testing.T, where, cmd string) {
 	t.Helper()
@@ -635,6 +635,9 @@ func checkGoCommand(t *testing.T, where, cmd string) {
 	var dirs, patterns []string
 	for i := 2; i < len(words); i++ {
 		w := words[i]
+		if w == "|" || w == "&&" || w == ";" || w == "&" {
+			break // the next command
+		}
 		switch {
 		case (w == "-run" || w == "-bench" || w == "-fuzz") && i+1 < len(words):
 			patterns = append(patterns, words[i+1])
