@@ -698,3 +698,21 @@ func redisCLI(t *testing.T) string {
 	t.Skip(hint + "; RLSERVER_REQUIRE_REDIS=1 makes this a failure")
 	return ""
 }
+
+// TestREADMEIsAFrontDoor keeps README.md what a newcomer reads first: what rlserver
+// is, how to start, the three ways in and links, at most 350 lines. What grows goes
+// to a page of docs/.
+func TestREADMEIsAFrontDoor(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > 350 {
+		t.Errorf("README.md has %d lines: move the detail to docs/ (at most 350)", n)
+	}
+	for _, want := range []string{"make run", "make test", "### 1. Any Redis client", "### 2. A gateway", "### 3. Go", "docs/architecture.md"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("README.md lacks %q", want)
+		}
+	}
+}
