@@ -627,32 +627,38 @@ var goCall = regexp.MustCompile(`\bgo (?:test|run|build|vet)\s[^#\x60\n]*`)
 
 func checkGoCommand(t *testing.T, where, cmd string) {
 	t.Helper()
+	cmd = strings.TrimSpace(cmd)
 	words, err := shellWords(cmd)
 	if err != nil {
 		t.Errorf("%s: %s: %v", where, cmd, err)
 		return
 	}
 	var dirs, patterns []string
+	base := "." // go -C's directory
 	for i := 2; i < len(words); i++ {
 		w := words[i]
 		if w == "|" || w == "&&" || w == ";" || w == "&" {
 			break // the next command
 		}
 		switch {
+		case w == "-C" && i+1 < len(words):
+			base = words[i+1]
+			i++
 		case (w == "-run" || w == "-bench" || w == "-fuzz") && i+1 < len(words):
 			patterns = append(patterns, words[i+1])
 			i++
 		case w == "." || strings.HasPrefix(w, "./"):
-			d := strings.TrimSuffix(strings.TrimSuffix(w, "/..."), "/")
-			dirs = append(dirs, strings.TrimPrefix(strings.TrimPrefix(d, "."), "/"))
+			dirs = append(dirs, strings.TrimSuffix(w, "/..."))
 		}
 	}
 	for _, d := range dirs {
-		if d == "" {
-			d = "."
-		}
+		d = filepath.ToSlash(filepath.Join(base, d))
 		if fi, err := os.Stat(filepath.Join(root, d)); err != nil || !fi.IsDir() {
 			t.Errorf("%s: %s: no directory %s", where, cmd, d)
+			continue
+		}
+		if m, from := moduleOf(d), moduleOf(base); m != from {
+			t.Errorf("%s: %s: %s is in the module of %s/go.mod, not %s's: run go -C %s", where, cmd, d, m, base, m)
 			continue
 		}
 		if words[1] != "test" || strings.HasSuffix(cmd, "...") {
@@ -679,6 +685,16 @@ func checkGoCommand(t *testing.T, where, cmd string) {
 			if !matched {
 				t.Errorf("%s: %s: no test, benchmark or fuzz function of %s matches %s", where, cmd, d, pat)
 			}
+		}
+	}
+}
+
+// moduleOf returns the directory, from the root, of the go.mod that dir (from the
+// root) belongs to.
+func moduleOf(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(root, d, "go.mod")); err == nil || d == "." {
+			return filepath.ToSlash(d)
 		}
 	}
 }
