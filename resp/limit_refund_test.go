@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/poll"
 )
 
@@ -58,7 +59,7 @@ func TestRefund(t *testing.T) {
 // TestRefundReplicated: a refund on a primary shows on its replica, which refuses one.
 func TestRefundReplicated(t *testing.T) {
 	p := startServer(t, Config{})
-	r := startServer(t, Config{ReplicaOf: p.addr})
+	r := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
 	pc, rc := p.client(t, 3), r.client(t, 3)
 	waitLinkUp(t, rc)
 	if got := do(pc, "RL.FIXED k 10 86400000 COST 8"); !strings.HasPrefix(got, "[1 10 2 0 ") {
