@@ -85,7 +85,7 @@ func (sh *shard) at(slot uint32) entry {
 // store's CPU (27-33% of the server's in issue 41's profile). Advanced every 16 ms,
 // or every 10 ms by the server's ticker (core.DefaultExpireInterval), a walk removes
 // what came due in that time: expiry fell to 17-21% of the store's CPU, the walks to
-// 2 records a key (1.4 with no Expire), the rest being the removal itself (the index, the record).
+// 2 records a key (1.4 with no Expire), the rest being the removals themselves.
 // A removed key's memory comes back that much later; nothing else sees the
 // difference, as every read compares the record's deadline with now (get, Scan,
 // the snapshot writer, TTL), Len calls Expire, and eviction takes a due key first
