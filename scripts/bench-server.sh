@@ -130,10 +130,10 @@ printf '%-10s %3s %12s %12s %7s %9s %9s\n' redis-incr 16 - "$incr_rps" - - "$inc
 # RL.TOKEN at -P 16 against Redis's INCR (a keyed write without a TTL) and SET PX (the
 # cheapest keyed write with one), at -P 1 against PING; then a CPU profile of rlserver
 # over a second RL.TOKEN -P 16 run: the share under ttl.(*Wheel).Advance, which every
-# expiry goes through (the wheels' walks and the removals). Needs taskset and 2 CPUs.
+# expiry goes through (the wheels' walks and the removals). Needs taskset, curl, 2 CPUs.
 if [[ " $ALGOS " == *" percore "* ]]; then
-  if ! command -v taskset >/dev/null || [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ]; then
-    echo "percore: needs taskset and 2 CPUs; skipped" >&2
+  if ! command -v taskset >/dev/null || ! command -v curl >/dev/null || [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ]; then
+    echo "percore: needs taskset, curl and 2 CPUs (BENCH_ALGOS without percore runs the rest)" >&2
     exit 1
   fi
   go build -tags rlserver_pprof -o "$tmp/rlserver-pprof" ./cmd/rlserver
