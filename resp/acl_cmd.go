@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/internal/conffile"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // Replies of ACL, as Redis 7.0 words them.
@@ -201,7 +202,7 @@ func cmdACLGenPass(_ *Server, c *client, args [][]byte, _ int64) {
 	}
 	bits := int64(256)
 	if len(args) == 3 {
-		n, ok := parseInt64(args[2])
+		n, ok := rlcmd.ParseInt(args[2])
 		if !ok {
 			c.writeError(errNotInteger)
 			return
@@ -232,7 +233,7 @@ func cmdACLLog(s *Server, c *client, args [][]byte, _ int64) {
 			c.w.WriteString("OK")
 			return
 		}
-		n, ok := parseInt64(args[2])
+		n, ok := rlcmd.ParseInt(args[2])
 		if !ok {
 			c.writeError(errNotInteger)
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/conffile"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -365,7 +366,7 @@ func (s *Server) replicaOfArgs() []string {
 // configInt parses an integer parameter as Redis's CONFIG SET does: string2ll's
 // syntax (parseInt64), then the bounds, each refused in Redis's words.
 func configInt(v string, lo, hi int64) (int64, error) {
-	n, ok := parseInt64([]byte(v))
+	n, ok := rlcmd.ParseInt([]byte(v))
 	if !ok {
 		return 0, errors.New("argument couldn't be parsed into an integer")
 	}
