@@ -79,7 +79,7 @@ func (s *Shedder) enqueue(now time.Time, p Priority) *waiter {
 		s.shed[p]++
 		return nil
 	}
-	if s.queue.n >= or(s.maxQueue, s.limit) {
+	if s.queue.n >= s.queueCap() {
 		v := s.queue.popNewestBelow(p)
 		if v == nil {
 			s.shed[p]++
@@ -90,6 +90,17 @@ func (s *Shedder) enqueue(now time.Time, p Priority) *waiter {
 	w := &waiter{p: p, deadline: now.Add(s.queueTimeout), ready: make(chan struct{})}
 	s.queue.push(w)
 	return w
+}
+
+// queueCap is the most waiters (Config.MaxQueue); s.mu is held.
+func (s *Shedder) queueCap() int {
+	if s.maxQueue > 0 {
+		return s.maxQueue
+	}
+	if s.g.mean <= 0 {
+		return s.limit
+	}
+	return max(s.limit, int(int64(s.limit)*int64(s.queueTimeout)/int64(s.g.mean)))
 }
 
 // decide admits or sheds w at now and wakes it; s.mu is held.

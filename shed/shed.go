@@ -81,8 +81,9 @@ type Config struct {
 	// QueueTimeout is the longest a request waits for a slot before it is shed: the
 	// queue absorbs a burst, never a standing overload. Required, > 0.
 	QueueTimeout time.Duration
-	// MaxQueue is the most requests waiting; 0 means the current limit (one latency's
-	// worth of queued work).
+	// MaxQueue is the most requests waiting; 0 means as many as the service completes
+	// within QueueTimeout (limit × QueueTimeout / mean latency, at least the limit):
+	// a waiter further back would only expire.
 	MaxQueue int
 	// Window is the least time between two moves of the limit; 0 means DefaultWindow.
 	Window time.Duration
