@@ -15,19 +15,22 @@ const (
 	// The least mean seen cannot simply forget (drift up): under a standing overload
 	// every window is queued, so a forgetting minimum climbs to the queued latency and
 	// the limit runs away with it. A probe instead holds the limit at probeFactor of
-	// itself for one window, below the service's capacity since the limit is capacity
-	// plus a headroom under a third of it, and takes that window's mean as the new
-	// no-load latency (as BBR probes its RTT). A probe that finds the latency fallen
-	// probes again, lower, so a limit that started far above capacity comes down
-	// within a few windows. The first window is followed by a probe; then every 50 windows (5 s), a service that
-	// became slower for good is relearned within seconds, at the price of one window in
-	// 50 at 3/4 of the limit.
+	// itself for one window (below capacity, since the limit is capacity plus a
+	// headroom) and takes that window's mean as the new no-load latency, as BBR probes
+	// its RTT. A probe that finds the latency fallen by a tenth probes again, lower,
+	// so a limit that started far above capacity comes down within a few windows.
+	// The first window is followed by a probe, then every 50 (5 s): a service that
+	// became slower for good is relearned within seconds, at the price of one window
+	// in 50 at 2/3 of the limit. At 3/4 (tried first), a limit of 12 on 8 workers
+	// probed at 9, still queued: each probe raised the no-load latency, and the limit
+	// ratcheted up to 12 with 4 requests queued inside. At 1/2, the critical 60% of
+	// the experiment's load at 3x exceeded what the probe window left (4 of 9 slots).
 	probeEvery  = 50
-	probeFactor = 0.75
+	probeFactor = 2.0 / 3
 	// smoothing is the share of a lower estimate the limit takes per window: 0.2 moves
 	// it most of the way down in about 5 windows, and keeps one noisy window from
-	// halving it. A higher estimate is taken whole: growth is already bounded by the
-	// headroom, and a limit too low refuses requests the service could serve.
+	// halving it. A higher estimate is taken whole: growth is already bounded (by
+	// √limit a window), and a limit too low refuses requests the service could serve.
 	smoothing = 0.2
 	// floorGradient is the most one window can cut the estimate by (half), as Gradient2
 	// does, so that one outlier window does not collapse the limit.
@@ -47,8 +50,8 @@ const (
 // the limit settles at the service's capacity plus the headroom, the few requests
 // queued inside that keep it busy. A window whose peak in-flight stayed under half
 // the limit says nothing about capacity (the application limited it): the limit holds.
-// Every probeEvery windows, one window measures the no-load latency afresh.
-// It is not safe for concurrent use; Shedder holds its lock.
+// Every probeEvery windows, one window measures the no-load latency afresh. It is
+// not safe for concurrent use; Shedder holds its lock.
 type gradient struct {
 	limit    float64
 	min, max float64

@@ -13,7 +13,9 @@
 // rather than served late. When the queue is full, an arrival takes the place of the
 // newest waiter of a lower priority, and is refused if none is lower. The lowest
 // priority never queues: it is served at once or refused at once, because queueing it
-// only turns load into latency and makes its refusal as costly as its service.
+// only turns load into latency and makes its refusal as costly as its service; and it
+// leaves the last slots (the limit's headroom) to the others, so that an important
+// request arriving at a saturated service finds one free.
 //
 // Priorities are named, most important first (DefaultPriorities: "critical",
 // "default", "sheddable"). Health checks must never reach a Shedder: a load balancer
@@ -29,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -258,7 +261,7 @@ func (s *Shedder) Allow(now time.Time, p Priority) (t Ticket, ok bool) {
 	p = s.clamp(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inflight < s.limit {
+	if s.inflight < s.room(p) {
 		return s.admit(now, p), true
 	}
 	s.shed[p]++
@@ -273,7 +276,7 @@ func (s *Shedder) Acquire(ctx context.Context, p Priority) (Ticket, error) {
 	now := s.clock()
 	p = s.clamp(p)
 	s.mu.Lock()
-	if s.inflight < s.limit {
+	if s.inflight < s.room(p) {
 		t := s.admit(now, p)
 		s.mu.Unlock()
 		return t, nil
@@ -289,6 +292,19 @@ func (s *Shedder) Acquire(ctx context.Context, p Priority) (Ticket, error) {
 // clamp maps a priority out of range to the lowest.
 func (s *Shedder) clamp(p Priority) Priority {
 	return min(p, s.Lowest())
+}
+
+// room is how many requests may be in flight when one of priority p arrives: the
+// limit, less ⌈headroom⌉ for the lowest of two or more priorities. Those last slots
+// are the others': without them, at 3x load of the overload experiment, the sheddable
+// arrivals took every slot as it freed, and a critical request waited for a
+// completion as in a single-server queue at 77% utilisation (p99 150 ms against 31 ms
+// at 0.5x, 1.4% past the queue timeout). s.mu is held.
+func (s *Shedder) room(p Priority) int {
+	if p == s.Lowest() && p > 0 {
+		return s.limit - int(math.Ceil(headroom(s.g.limit)))
+	}
+	return s.limit
 }
 
 // admit takes a slot for a request of priority p at now; s.mu is held.

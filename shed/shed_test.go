@@ -67,20 +67,46 @@ func TestLookup(t *testing.T) {
 }
 
 func TestAllowCounts(t *testing.T) {
-	s := newTest(t, 2, Config{})
+	s := newTest(t, 3, Config{})
 	a, ok1 := s.Allow(t0, 0)
 	_, ok2 := s.Allow(t0, 2)
-	_, ok3 := s.Allow(t0, 0)
-	if !ok1 || !ok2 || ok3 {
-		t.Fatalf("Allow at limit 2: %v %v %v, want true true false", ok1, ok2, ok3)
+	_, ok3 := s.Allow(t0, 2) // the last slot is kept for the priorities above
+	_, ok4 := s.Allow(t0, 1)
+	_, ok5 := s.Allow(t0, 0)
+	if !ok1 || !ok2 || ok3 || !ok4 || ok5 {
+		t.Fatalf("Allow at limit 3: %v %v %v %v %v, want true true false true false", ok1, ok2, ok3, ok4, ok5)
 	}
 	a.Done(t0.Add(time.Millisecond))
-	if _, ok := s.Allow(t0, 9); !ok { // out of range: the lowest
-		t.Fatal("Allow after Done refused")
+	if _, ok := s.Allow(t0, 9); ok { // out of range: the lowest, which may not take the last slot
+		t.Fatal("Allow of the lowest took the last slot")
 	}
 	st := s.Stats()
-	if st.InFlight != 2 || st.Limit != 2 || st.Admitted[0] != 1 || st.Admitted[2] != 2 || st.Shed[0] != 1 {
+	if st.InFlight != 2 || st.Limit != 3 || st.Admitted[0] != 1 || st.Admitted[1] != 1 || st.Admitted[2] != 1 || st.Shed[0] != 1 || st.Shed[2] != 2 {
 		t.Errorf("Stats = %+v", st)
+	}
+}
+
+func TestLowestLeavesLastSlots(t *testing.T) {
+	s := newTest(t, 16, Config{})
+	n := 0
+	for {
+		if _, ok := s.Allow(t0, s.Lowest()); !ok {
+			break
+		}
+		n++
+	}
+	// headroom(16) = 1: the 16th slot is the others'.
+	if n != 15 {
+		t.Fatalf("the lowest priority took %d of 16 slots, want 15", n)
+	}
+	if _, ok := s.Allow(t0, 0); !ok {
+		t.Fatal("a critical request found no slot")
+	}
+	one := newTest(t, 2, Config{Priorities: []string{"only"}})
+	_, ok1 := one.Allow(t0, 0)
+	_, ok2 := one.Allow(t0, 0)
+	if !ok1 || !ok2 {
+		t.Fatal("a single priority kept slots from itself")
 	}
 }
 
@@ -132,7 +158,8 @@ func TestQueueMostImportantFirst(t *testing.T) {
 }
 
 func TestLowestNeverQueues(t *testing.T) {
-	s := newTest(t, 1, Config{})
+	s := newTest(t, 2, Config{})
+	s.Allow(t0, 0)
 	s.Allow(t0, 0)
 	if _, err := s.Acquire(context.Background(), s.Lowest()); !errors.Is(err, ErrShed) {
 		t.Fatalf("sheddable at the limit: %v, want ErrShed at once", err)

@@ -12,14 +12,14 @@ import (
 )
 
 func TestCollect(t *testing.T) {
-	s, err := shed.New(shed.Config{MaxLimit: 2, InitialLimit: 2, QueueTimeout: time.Second})
+	s, err := shed.New(shed.Config{MaxLimit: 3, InitialLimit: 3, QueueTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	s.Allow(now, 0)
 	s.Allow(now, 2)
-	s.Allow(now, 2) // shed
+	s.Allow(now, 2) // shed: the last slot is kept for the priorities above
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(New(s, "api"))
 	want := `
@@ -28,7 +28,7 @@ func TestCollect(t *testing.T) {
 rlserver_shed_in_flight{shedder="api"} 2
 # HELP rlserver_shed_limit The concurrency limit the shedder learned from latency.
 # TYPE rlserver_shed_limit gauge
-rlserver_shed_limit{shedder="api"} 2
+rlserver_shed_limit{shedder="api"} 3
 # HELP rlserver_shed_shed_total Requests the shedder refused (503, UNAVAILABLE), by priority.
 # TYPE rlserver_shed_shed_total counter
 rlserver_shed_shed_total{priority="critical",shedder="api"} 0
