@@ -12,7 +12,7 @@
 // frees goes to the most important waiter, and a waiter past its deadline is refused
 // rather than served late. When the queue is full, an arrival takes the place of the
 // newest waiter of a lower priority, and is refused if none is lower. The lowest
-// priority never queues: it is served at once or refused at once, because queueing it
+// priority (of two or more) never queues: it is served at once or refused at once, because queueing it
 // only turns load into latency and makes its refusal as costly as its service; and it
 // leaves the last slots (the limit's headroom) to the others, so that an important
 // request arriving at a saturated service finds one free.
