@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/lua"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
@@ -96,7 +97,7 @@ func allWord(kind algo.Kind) string {
 // and then), so rules overlap from call to call, small limits make one dimension refuse
 // while others would admit, and a key still holding another kind's state gives
 // WRONGTYPE. PEEK comes in a tenth of the calls, in one rule's options; one call in 40
-// names a key twice. It fails t if resp.ParseAll reads a command otherwise than the
+// names a key twice. It fails t if rlcmd.ParseRLAll reads a command otherwise than the
 // step means it.
 func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 	rng := rand.New(rand.NewPCG(seed, 0xa11))
@@ -169,9 +170,9 @@ func genAllSteps(t *testing.T, seed uint64, n int) []multiStep {
 		for _, a := range args[1:] {
 			raw = append(raw, fmt.Append(nil, a))
 		}
-		parsed, err := resp.ParseAll(raw, 100_000)
+		parsed, err := rlcmd.ParseRLAll(raw, 100_000)
 		if err != nil || fmt.Sprint(parsed) != fmt.Sprint(st.rules) {
-			t.Fatalf("resp.ParseAll(%v) = %+v, %v; the step means %+v", args, parsed, err, st.rules)
+			t.Fatalf("rlcmd.ParseRLAll(%v) = %+v, %v; the step means %+v", args, parsed, err, st.rules)
 		}
 	}
 	return steps
@@ -298,9 +299,9 @@ func genLeaseSteps(t *testing.T, seed uint64, n int) []multiStep {
 			for _, a := range st.args[2:] {
 				raw = append(raw, fmt.Append(nil, a))
 			}
-			parsed, err := resp.ParseAcquire(raw, 100_000)
+			parsed, err := rlcmd.ParseAcquire(raw, 100_000)
 			if err != nil || fmt.Sprint(parsed) != fmt.Sprint(st.lease) {
-				t.Fatalf("resp.ParseAcquire(%q) = %+v, %v; the step means %+v", raw, parsed, err, st.lease)
+				t.Fatalf("rlcmd.ParseAcquire(%q) = %+v, %v; the step means %+v", raw, parsed, err, st.lease)
 			}
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/lab"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/lua"
-	"github.com/rlserver/rlserver/resp"
 )
 
 // step is one call of a differential run.
@@ -54,7 +54,7 @@ const maxStep = 10_000_000_000
 // kinds, keys are shared: each key has a usual kind that changes now and then, so
 // WRONGTYPE comes up, but a quarter of the time only while the key holds another
 // kind's state (a private algoSide tells; left alone, the long states a huge cost
-// leaves would make most calls WRONGTYPE). It fails t if resp.ParseRequest reads a command
+// leaves would make most calls WRONGTYPE). It fails t if rlcmd.ParseRequest reads a command
 // otherwise than the step means it.
 func genSteps(t *testing.T, seed uint64, label string, n int, refunds bool, ks ...algo.Kind) []step {
 	rng := rand.New(rand.NewPCG(seed, uint64(len(ks))<<8|uint64(ks[0])))
@@ -99,9 +99,9 @@ func genSteps(t *testing.T, seed uint64, label string, n int, refunds bool, ks .
 		for _, a := range steps[i].args[2:] {
 			raw = append(raw, fmt.Append(nil, a))
 		}
-		parsed, err := resp.ParseRequest(r.Kind, raw, 100_000)
+		parsed, err := rlcmd.ParseRequest(r.Kind, raw, 100_000)
 		if err != nil || parsed != r {
-			t.Fatalf("resp.ParseRequest(%v) = %+v, %v; the step means %+v", steps[i].args, parsed, err, r)
+			t.Fatalf("rlcmd.ParseRequest(%v) = %+v, %v; the step means %+v", steps[i].args, parsed, err, r)
 		}
 	}
 	return steps

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/lab"
-	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // The differential run of Redis 8.8's native GCRA command: random GCRA calls mixed
@@ -73,18 +73,18 @@ func genGCRASteps(t *testing.T, seed uint64, n int) []step {
 			r.Cost = drawTokens(rng, r)
 			now += drawNativeStep(rng, r, burst)
 			args = nativeCommand(rng, r, spelled[s], name)
-			parsed, err := resp.ParseGCRA(rawArgs(args[2:]))
+			parsed, err := rlcmd.ParseGCRA(rawArgs(args[2:]))
 			if err != nil || parsed != r {
-				t.Fatalf("resp.ParseGCRA(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
+				t.Fatalf("rlcmd.ParseGCRA(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
 			}
 		} else {
 			now += drawStep(rng, r, burst)
 			r.Cost = drawCost(rng, r)
 			r.Peek = rng.IntN(10) == 0
 			args = lab.Command(r, name, rng)
-			parsed, err := resp.ParseRequest(r.Kind, rawArgs(args[2:]), 100_000)
+			parsed, err := rlcmd.ParseRequest(r.Kind, rawArgs(args[2:]), 100_000)
 			if err != nil || parsed != r {
-				t.Fatalf("resp.ParseRequest(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
+				t.Fatalf("rlcmd.ParseRequest(%v) = %+v, %v; the step means %+v", args, parsed, err, r)
 			}
 		}
 		steps[i] = step{key: name, now: now, req: r, args: args}
@@ -112,7 +112,7 @@ func drawNative(t *testing.T, rng *rand.Rand) (algo.Request, string) {
 		case 1:
 			p = strconv.Itoa(1 + rng.IntN(3600))
 		}
-		r, err := resp.ParseGCRA(rawArgs([]any{mb, tpp, p}))
+		r, err := rlcmd.ParseGCRA(rawArgs([]any{mb, tpp, p}))
 		switch {
 		case err == nil && r.Burst <= maxScriptSpan/r.Interval:
 			return r, p

@@ -41,7 +41,7 @@ const (
 // LastKind is the highest Kind: loops over every kind run from KindFixed to it.
 const LastKind = KindRedisGCRA
 
-// Request is one call, as package resp parses it from the wire (resp.ParseRequest).
+// Request is one call, as the server parses it from the wire (rlcmd.ParseRequest).
 // Durations are in microseconds. The numbers mean what each command's arguments mean,
 // so they read differently by Kind; this table is the one place that says how ("-":
 // unused, 0):

@@ -135,7 +135,7 @@ func TestLease(t *testing.T) {
 	}
 }
 
-// TestLeaseLimitZero: a limit below 1, which resp.ParseAcquire never gives, acquires
+// TestLeaseLimitZero: a limit below 1, which rlcmd.ParseAcquire never gives, acquires
 // nothing and says never (-1), rather than indexing past the set.
 func TestLeaseLimitZero(t *testing.T) {
 	set, _ := Acquire(nil, LeaseRequest{Limit: 1, Duration: ms(1000)}, []byte("a"), base)

@@ -10,53 +10,20 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/reply"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/lua"
 	"github.com/rlserver/rlserver/store"
 )
-
-// commandNames are the RL.* commands by algorithm, upper case as people type them
-// (MONITOR and slow logs show them so).
-var commandNames = [...]string{algo.KindFixed: "RL.FIXED", algo.KindSlide: "RL.SLIDE", algo.KindLog: "RL.LOG",
-	algo.KindToken: "RL.TOKEN", algo.KindGCRA: "RL.GCRA", algo.KindLeaky: "RL.LEAKY"}
-
-// allWords are RL.ALL's algorithm words: the commands without "RL.".
-var allWords = [...]string{algo.KindFixed: "FIXED", algo.KindSlide: "SLIDE", algo.KindLog: "LOG",
-	algo.KindToken: "TOKEN", algo.KindGCRA: "GCRA", algo.KindLeaky: "LEAKY"}
 
 // serverBackend is rlserver, called with its native commands.
 type serverBackend struct{ send sender }
 
 func (s serverBackend) decide(ctx context.Context, key string, r algo.Request) (algo.Decision, error) {
-	args := make([]any, 0, 9)
-	args = appendRequest(append(args, commandNames[r.Kind], key), r)
-	if r.Peek {
-		args = append(args, "PEEK")
-	}
-	return decision(do(ctx, s.send, args...))
-}
-
-// appendRequest appends r's arguments after the key: limit, window_ms, COST and the
-// algorithm's own option.
-func appendRequest(args []any, r algo.Request) []any {
-	args = append(args, r.Limit, r.Window/1000, "COST", r.Cost)
-	switch r.Kind {
-	case algo.KindToken:
-		args = append(args, "RATE", r.Rate)
-	case algo.KindGCRA:
-		args = append(args, "BURST", r.Burst)
-	case algo.KindLeaky:
-		args = append(args, "QUEUE", r.Queue)
-	}
-	return args
+	return decision(do(ctx, s.send, rlcmd.AppendRequest(append(make([]any, 0, 11), rlcmd.Name(r.Kind), key), r)...))
 }
 
 func (s serverBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, []algo.Decision, error) {
-	args := make([]any, 0, 1+8*len(rules))
-	args = append(args, "RL.ALL")
-	for _, r := range rules {
-		args = appendRequest(append(args, allWords[r.Req.Kind], string(r.Key)), r.Req)
-	}
-	cmd := redis.NewCmd(ctx, args...)
+	cmd := redis.NewCmd(ctx, rlcmd.AppendRLAll(append(make([]any, 0, 1+8*len(rules)), "RL.ALL"), rules)...)
 	// RL.ALL's keys move (COMMAND INFO says movablekeys): a Ring or a cluster client
 	// routes by the first rule's key, always the second argument.
 	cmd.SetFirstKeyPos(2)
@@ -64,11 +31,7 @@ func (s serverBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, 
 }
 
 func (s serverBackend) acquire(ctx context.Context, key string, r algo.LeaseRequest) (algo.LeaseDecision, error) {
-	args := []any{"RL.ACQUIRE", key, r.Limit, r.Duration / 1000}
-	if r.ID != nil {
-		args = append(args, "ID", string(r.ID))
-	}
-	return leaseDecision(do(ctx, s.send, args...))
+	return leaseDecision(do(ctx, s.send, rlcmd.AppendAcquire([]any{"RL.ACQUIRE", key}, r)...))
 }
 
 func (s serverBackend) release(ctx context.Context, key, id string) (bool, error) {
@@ -93,11 +56,9 @@ type luaBackend struct {
 }
 
 // scripts are package lua's scripts by algorithm, looked up once.
-var scripts = func() (s [len(commandNames)]lua.Script) {
-	for k := range commandNames {
-		if k > 0 {
-			s[k] = lua.Named(algo.Kind(k).Command())
-		}
+var scripts = func() (s [algo.KindLeaky + 1]lua.Script) {
+	for k := algo.KindFixed; k <= algo.KindLeaky; k++ {
+		s[k] = lua.Named(k.Command())
 	}
 	return s
 }()

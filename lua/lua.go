@@ -194,7 +194,7 @@ func For(r algo.Request) Script { return scripts[r.Kind.Command()] }
 
 // Args is r as its script takes it in ARGV (see Arguments above), without now_us: the
 // one place that maps a parsed request onto the scripts' layout. A request of Redis's
-// native GCRA (resp.ParseGCRA, algo.NativeGCRA: KindRedisGCRA) is the gcra script's.
+// native GCRA (rlcmd.ParseGCRA, algo.NativeGCRA: KindRedisGCRA) is the gcra script's.
 func Args(r algo.Request) []any {
 	switch {
 	case r.Kind == algo.KindThrottle:

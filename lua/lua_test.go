@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/internal/testenv"
-	"github.com/rlserver/rlserver/resp"
 )
 
 // TestScripts checks that every command has its script, named by its command and by
@@ -102,7 +102,7 @@ func TestArgsAll(t *testing.T) {
 		{[]algo.Rule{{Key: []byte("a"), Req: fixed}}, "[a]", "[0 rl.fixed 100 1000 1 0]"},
 		{[]algo.Rule{{Key: []byte("{u}a"), Req: fixed}, {Key: []byte("{u}b"), Req: token}}, "[{u}a {u}b]",
 			"[0 rl.fixed 100 1000 1 0 rl.token 10 2 3 0 4]"},
-		// ParseAll sets Peek on every rule; one is enough to make the call a PEEK.
+		// rlcmd.ParseRLAll sets Peek on every rule; one is enough to make the call a PEEK.
 		{[]algo.Rule{{Key: []byte("a"), Req: peek(fixed)}, {Key: []byte("b"), Req: peek(token)}}, "[a b]",
 			"[1 rl.fixed 100 1000 1 0 rl.token 10 2 3 0 4]"},
 		{[]algo.Rule{{Key: []byte("a"), Req: fixed}, {Key: []byte("b"), Req: peek(token)}}, "[a b]",
@@ -464,7 +464,7 @@ func nativeGCRA(t *testing.T, args string) algo.Request {
 	for _, a := range strings.Fields(args) {
 		raw = append(raw, []byte(a))
 	}
-	r, err := resp.ParseGCRA(raw)
+	r, err := rlcmd.ParseGCRA(raw)
 	if err != nil {
 		t.Fatalf("ParseGCRA(%q): %v", args, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/internal/conffile"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // Replies of ACL, as Redis 7.0 words them.
@@ -65,7 +66,7 @@ func (s *Server) userLines() conffile.Setting {
 	for _, l := range s.acl.List() {
 		lines = append(lines, strings.Fields(l)[1:])
 	}
-	return conffile.Setting{Name: "user", Lines: lines, Default: s.acl.Pristine()}
+	return conffile.Setting{Name: "user", Lines: lines, Keyed: true, Default: s.acl.Pristine()}
 }
 
 // readACLFile parses the aclfile, all of it or nothing.
@@ -201,7 +202,7 @@ func cmdACLGenPass(_ *Server, c *client, args [][]byte, _ int64) {
 	}
 	bits := int64(256)
 	if len(args) == 3 {
-		n, ok := parseInt64(args[2])
+		n, ok := rlcmd.ParseInt(args[2])
 		if !ok {
 			c.writeError(errNotInteger)
 			return
@@ -232,7 +233,7 @@ func cmdACLLog(s *Server, c *client, args [][]byte, _ int64) {
 			c.w.WriteString("OK")
 			return
 		}
-		n, ok := parseInt64(args[2])
+		n, ok := rlcmd.ParseInt(args[2])
 		if !ok {
 			c.writeError(errNotInteger)
 			return

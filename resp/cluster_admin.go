@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // The CLUSTER subcommands that change the table, as redis-cli --cluster sends
@@ -127,7 +128,7 @@ func cmdClusterSetConfigEpoch(s *Server, c *client, args [][]byte, _ int64) {
 	if !needCluster(s, c) {
 		return
 	}
-	epoch, ok := parseInt64(args[2])
+	epoch, ok := rlcmd.ParseInt(args[2])
 	if !ok {
 		c.writeError(errNotInteger)
 		return
@@ -183,14 +184,14 @@ func cmdClusterMeet(s *Server, c *client, args [][]byte, _ int64) {
 	if !needCluster(s, c) {
 		return
 	}
-	port, ok := parseInt64(args[3])
+	port, ok := rlcmd.ParseInt(args[3])
 	if !ok {
 		c.writeError(fmt.Sprintf("ERR Invalid TCP base port specified: %s", args[3]))
 		return
 	}
 	cport := port + 10000 // Redis's CLUSTER_PORT_INCR
 	if len(args) == 5 {
-		if cport, ok = parseInt64(args[4]); !ok {
+		if cport, ok = rlcmd.ParseInt(args[4]); !ok {
 			c.writeError(fmt.Sprintf("ERR Invalid TCP bus port specified: %s", args[4]))
 			return
 		}

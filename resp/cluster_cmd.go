@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // Cluster mode's errors, in Redis's words.
@@ -29,7 +30,7 @@ func (s *Server) clusterRedirect(c *client, cm *command, args [][]byte) string {
 		return ""
 	case slot < 0:
 		return errCrossSlot
-	case s.peers.rejoining.Load():
+	case s.peers.exchange.Rejoining():
 		return errClusterDown
 	}
 	return s.route(c, cm, uint16(slot), keys, step)
@@ -151,7 +152,7 @@ func (s *Server) execRedirect(c *client, list []queued) string {
 	if slot < 0 {
 		return ""
 	}
-	if s.peers.rejoining.Load() {
+	if s.peers.exchange.Rejoining() {
 		return errClusterDown
 	}
 	for _, q := range list {
@@ -164,11 +165,11 @@ func (s *Server) execRedirect(c *client, list []queued) string {
 	return ""
 }
 
-// allKeys finds RL.ALL's keys, one per rule. When the rules do not parse it finds
+// rlAllKeys finds RL.ALL's keys, one per rule. When the rules do not parse it finds
 // none, and the command runs here to answer its own error. The log limit is not
 // checked here: the command checks it against the server's.
-func allKeys(args [][]byte) [][]byte {
-	rules, err := ParseAll(args[1:], math.MaxInt64)
+func rlAllKeys(args [][]byte) [][]byte {
+	rules, err := rlcmd.ParseRLAll(args[1:], math.MaxInt64)
 	if err != nil {
 		return nil
 	}

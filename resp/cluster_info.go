@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // The CLUSTER subcommands that describe the table and the slots' keys: what
@@ -172,7 +173,7 @@ func cmdClusterInfo(s *Server, c *client, _ [][]byte, _ int64) {
 
 // parseSlot reads a slot argument as Redis's getSlotOrReply.
 func parseSlot(b []byte) (uint16, bool) {
-	n, ok := parseInt64(b)
+	n, ok := rlcmd.ParseInt(b)
 	if !ok || n < 0 || n >= cluster.Slots {
 		return 0, false
 	}
@@ -184,7 +185,7 @@ func cmdClusterCountKeysInSlot(s *Server, c *client, args [][]byte, now int64) {
 	if !needCluster(s, c) {
 		return
 	}
-	n, ok := parseInt64(args[2])
+	n, ok := rlcmd.ParseInt(args[2])
 	switch {
 	case !ok:
 		c.writeError(errNotInteger)
@@ -202,8 +203,8 @@ func cmdClusterGetKeysInSlot(s *Server, c *client, args [][]byte, now int64) {
 	if !needCluster(s, c) {
 		return
 	}
-	slot, ok1 := parseInt64(args[2])
-	count, ok2 := parseInt64(args[3])
+	slot, ok1 := rlcmd.ParseInt(args[2])
+	count, ok2 := rlcmd.ParseInt(args[3])
 	switch {
 	case !ok1 || !ok2:
 		c.writeError(errNotInteger)

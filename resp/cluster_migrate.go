@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // MIGRATE from one rlserver to another, as redis-cli --cluster reshard moves keys:
@@ -63,8 +64,8 @@ func parseMigrate(args [][]byte) (m migrateArgs, msg string) {
 			return m, errSyntax
 		}
 	}
-	timeout, ok1 := parseInt64(args[5])
-	_, ok2 := parseInt64(args[4])
+	timeout, ok1 := rlcmd.ParseInt(args[5])
+	_, ok2 := rlcmd.ParseInt(args[4])
 	if !ok1 || !ok2 {
 		return m, errNotInteger
 	}

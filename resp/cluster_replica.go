@@ -122,7 +122,7 @@ func (s *Server) startReplica() {
 }
 
 // resolveReplicaOf makes this node a replica of -replicaof's node in the table, once
-// it can; exchangeLoop calls it until then.
+// it can; the table exchange calls it at each round until then.
 func (s *Server) resolveReplicaOf() {
 	addr := s.peers.pendingMaster
 	if addr == "" {

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"net"
 	"slices"
 	"strings"
@@ -67,7 +68,7 @@ func (s *Server) ownView(c *client) clientView {
 	return v
 }
 
-// connFD is the socket descriptor under conn (TLS and limitConn unwrapped), or -1.
+// connFD is the socket descriptor under conn (TLS and boundedConn unwrapped), or -1.
 func connFD(conn net.Conn) int {
 	fd := -1
 	if raw := socketOf(conn); raw != nil {
@@ -99,7 +100,7 @@ func cmdClientList(s *Server, c *client, args [][]byte, _ int64) {
 			}
 		case bytes.EqualFold(args[i], []byte("id")) && i+1 < len(args):
 			for i++; i < len(args); i++ {
-				id, ok := parseInt64(args[i])
+				id, ok := rlcmd.ParseInt(args[i])
 				if !ok || id < 1 {
 					c.writeError("ERR Invalid client ID")
 					return
@@ -182,7 +183,7 @@ func cmdClientKill(s *Server, c *client, args [][]byte, _ int64) {
 				return
 			}
 		case "id":
-			n, ok := parseInt64(args[i+1])
+			n, ok := rlcmd.ParseInt(args[i+1])
 			if !ok || n < 1 {
 				c.writeError("ERR client-id should be greater than 0")
 				return
@@ -198,7 +199,7 @@ func cmdClientKill(s *Server, c *client, args [][]byte, _ int64) {
 				return
 			}
 		case "maxage":
-			n, ok := parseInt64(args[i+1])
+			n, ok := rlcmd.ParseInt(args[i+1])
 			if !ok {
 				c.writeError("ERR maxage is not an integer or out of range")
 				return

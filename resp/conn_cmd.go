@@ -3,6 +3,8 @@ package resp
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 const (
@@ -90,7 +92,7 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 	var name []byte
 	setName := false
 	if len(args) > 1 {
-		v, ok := parseInt64(args[1])
+		v, ok := rlcmd.ParseInt(args[1])
 		if !ok {
 			c.writeError("ERR Protocol version is not an integer or out of range")
 			return
@@ -158,7 +160,7 @@ func cmdHello(s *Server, c *client, args [][]byte, _ int64) {
 }
 
 func cmdSelect(_ *Server, c *client, args [][]byte, _ int64) {
-	db, ok := parseInt64(args[1])
+	db, ok := rlcmd.ParseInt(args[1])
 	switch {
 	case !ok:
 		c.writeError(errNotInteger)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // Error replies shared by several commands, worded as Redis words them.
@@ -92,7 +93,7 @@ func cmdScan(s *Server, c *client, args [][]byte, now int64) {
 				match = nil
 			}
 		case bytes.EqualFold(opt, []byte("count")):
-			n, ok := parseInt64(val)
+			n, ok := rlcmd.ParseInt(val)
 			if !ok {
 				c.writeError(errNotInteger)
 				return
@@ -169,7 +170,7 @@ func cmdMemoryUsage(s *Server, c *client, args [][]byte, now int64) {
 			c.writeError(errSyntax)
 			return
 		}
-		n, ok := parseInt64(args[i+1])
+		n, ok := rlcmd.ParseInt(args[i+1])
 		if !ok {
 			c.writeError(errNotInteger)
 			return

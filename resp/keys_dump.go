@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // Replies of DUMP, RESTORE and GCRASETVALUE in Redis's words (cluster.c, gcra.c).
@@ -48,7 +49,7 @@ func cmdRestore(s *Server, c *client, args [][]byte, now int64) {
 		case bytes.EqualFold(opt, []byte("absttl")):
 			absTTL = true
 		case bytes.EqualFold(opt, []byte("idletime")) && more && !freq:
-			n, ok := parseInt64(args[j+1])
+			n, ok := rlcmd.ParseInt(args[j+1])
 			switch {
 			case !ok:
 				c.writeError(errNotInteger)
@@ -60,7 +61,7 @@ func cmdRestore(s *Server, c *client, args [][]byte, now int64) {
 			idle = true
 			j++
 		case bytes.EqualFold(opt, []byte("freq")) && more && !idle:
-			n, ok := parseInt64(args[j+1])
+			n, ok := rlcmd.ParseInt(args[j+1])
 			switch {
 			case !ok:
 				c.writeError(errNotInteger)
@@ -80,7 +81,7 @@ func cmdRestore(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(errBusyKey)
 		return
 	}
-	ttl, ok := parseInt64(args[2])
+	ttl, ok := rlcmd.ParseInt(args[2])
 	switch {
 	case !ok:
 		c.writeError(errNotInteger)
@@ -130,10 +131,10 @@ func cmdExpireTime(ms bool) func(s *Server, c *client, args [][]byte, now int64)
 // replication and AOF rewrite send it: the key's type first, then the tat.
 func cmdGCRASetValue(s *Server, c *client, args [][]byte, now int64) {
 	if kind, ok := s.store.Type(args[1], now); ok && kind != algo.KindRedisGCRA {
-		c.writeError(errWrongType.text)
+		c.writeError(errWrongType.Text)
 		return
 	}
-	tat, ok := parseInt64(args[2])
+	tat, ok := rlcmd.ParseInt(args[2])
 	switch {
 	case !ok:
 		c.writeError(errTatValue)

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // parser reads a rate-limiting command's arguments after the key into a request.
@@ -12,12 +13,12 @@ type parser func(s *Server, args [][]byte) (algo.Request, error)
 // parseKind is the parser of one RL.* command (or CL.THROTTLE), by its kind.
 func parseKind(kind algo.Kind) parser {
 	return func(s *Server, args [][]byte) (algo.Request, error) {
-		return ParseRequest(kind, args, s.cfg.MaxLogLimit)
+		return rlcmd.ParseRequest(kind, args, s.cfg.MaxLogLimit)
 	}
 }
 
 // parseGCRA is the parser of Redis 8.8's GCRA command.
-func parseGCRA(_ *Server, args [][]byte) (algo.Request, error) { return ParseGCRA(args) }
+func parseGCRA(_ *Server, args [][]byte) (algo.Request, error) { return rlcmd.ParseGCRA(args) }
 
 // limiter returns the handler of one rate-limiting command: parse the arguments after
 // the key, let the store decide atomically, answer five integers. This is the hot
@@ -29,9 +30,11 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 			c.writeError(ErrorReply(err))
 			return
 		}
-		if !req.Peek && s.repl.ReadOnly() {
-			c.writeError(errReadOnly)
-			return
+		if !req.Peek {
+			if msg := s.writeRefusal(); msg != "" {
+				c.writeError(msg)
+				return
+			}
 		}
 		d, err := s.store.Do(args[1], req, now)
 		if err != nil {

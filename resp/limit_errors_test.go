@@ -3,10 +3,8 @@ package resp
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"testing"
 
-	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/reply"
 	"github.com/rlserver/rlserver/store"
 )
@@ -24,8 +22,8 @@ func TestErrorReply(t *testing.T) {
 		{store.ErrLogLimit, "ERR RL.LOG limit is above the server's max-log-limit"},
 		{store.ErrOOM, "OOM command not allowed when used memory > 'maxmemory'."},
 		{store.ErrSameKey, "ERR RL.ALL names the same key in two rules"},
-		{errWindow, "ERR window_ms must be an integer between 1 and 31536000000"},
-		{limitError(7), "ERR limit must be an integer between 1 and 7"},
+		{&reply.Error{Text: reply.Window}, "ERR window_ms must be an integer between 1 and 31536000000"},
+		{&reply.Error{Text: reply.LimitUpTo("7")}, "ERR limit must be an integer between 1 and 7"},
 		{errors.New("surprise"), "ERR surprise"},
 	} {
 		if got := ErrorReply(c.err); got != c.want {
@@ -34,38 +32,10 @@ func TestErrorReply(t *testing.T) {
 	}
 }
 
-// TestScheduleError: algo's errors are worded for the command of the request.
-func TestScheduleError(t *testing.T) {
-	for _, c := range []struct {
-		r    algo.Request
-		err  error
-		want error
-	}{
-		{algo.Request{Kind: algo.KindGCRA}, algo.ErrBurstSpan, errBurstSpan},
-		{algo.Request{Kind: algo.KindThrottle, Cell: true}, algo.ErrBurstSpan, errMaxBurstSpan},
-		{algo.Request{Kind: algo.KindLeaky}, algo.ErrQueueSpan, errQueueSpan},
-		{algo.Request{Kind: algo.KindLeaky}, algo.ErrCostSpan, errCostSpan},
-		{algo.Request{Kind: algo.KindGCRA, Cell: true}, algo.ErrCostOverflow, errGCRATokensOvf},
-		{algo.Request{Kind: algo.KindGCRA, Cell: true}, algo.ErrBurstOverflow, errGCRABurstOvf},
-		{algo.Request{Kind: algo.KindFixed}, nil, nil},
-	} {
-		if got := scheduleError(c.r, c.err); got != c.want {
-			t.Errorf("scheduleError(%v, %v) = %v, want %v", c.r.Kind, c.err, got, c.want)
-		}
-	}
-}
-
-// TestBadRequestKnowsEveryRefusal: the client recognises every reply with which the
-// server refuses a request as given, and none of those about the server's state.
-func TestBadRequestKnowsEveryRefusal(t *testing.T) {
-	refusals := []error{errBadSyntax, errLimit, errWindow, errRate, errBurst, errQueue, errMaxBurst,
-		errCount, errPeriod, errQuantity, errUnknownKind, errAllArity, errAllTooMany, errAllUnknown,
-		errLeaseMs, errLeaseID, errRenewArity, errBurstSpan, errQueueSpan, errCostSpan, errMaxBurstSpan,
-		errGCRAArity, errGCRAMaxBurst, errGCRANotInt, errGCRAPositive, errGCRAFloat, errGCRAPeriod,
-		errGCRAMissing, errGCRATokensOvf, errGCRABurstOvf, errKeyTooLong, errLogLimit,
-		errSameKey, arityError(algo.KindLeaky), limitError(100_000), costError(5000),
-		unknownAlgorithmError([]byte("THROTTLE"))}
-	for _, err := range refusals {
+// TestBadRequestKnowsStoreRefusals: the client recognises the store's refusals of a
+// request as given, and none of those about the server's state.
+func TestBadRequestKnowsStoreRefusals(t *testing.T) {
+	for _, err := range []error{errKeyTooLong, errLogLimit, errSameKey} {
 		if !reply.BadRequest(err.Error()) {
 			t.Errorf("reply.BadRequest(%q) = false", err)
 		}
@@ -74,8 +44,5 @@ func TestBadRequestKnowsEveryRefusal(t *testing.T) {
 		if reply.BadRequest(err.Error()) {
 			t.Errorf("reply.BadRequest(%q) = true", err)
 		}
-	}
-	if want := "ERR RL.ALL takes at most " + strconv.Itoa(algo.MaxRules) + " rules"; reply.AllTooMany != want {
-		t.Errorf("reply.AllTooMany = %q, want %q", reply.AllTooMany, want)
 	}
 }

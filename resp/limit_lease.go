@@ -1,11 +1,15 @@
 package resp
 
-import "github.com/rlserver/rlserver/algo"
+import (
+	"github.com/rlserver/rlserver/algo"
+
+	"github.com/rlserver/rlserver/internal/rlcmd"
+)
 
 // cmdAcquire serves RL.ACQUIRE key limit lease_ms [ID id]: four integers and the
 // lease's id, a null when no lease was taken (RESP3 "_", RESP2 a null bulk string).
 func cmdAcquire(s *Server, c *client, args [][]byte, now int64) {
-	r, err := ParseAcquire(args[2:], s.cfg.MaxLogLimit)
+	r, err := rlcmd.ParseAcquire(args[2:], s.cfg.MaxLogLimit)
 	if err != nil {
 		c.writeError(ErrorReply(err))
 		return
@@ -40,7 +44,7 @@ func cmdRelease(s *Server, c *client, args [][]byte, now int64) {
 // cmdRenew serves RL.RENEW key lease_id lease_ms: 1 if the live lease now ends
 // lease_ms from now, 0 if there was none (an ended lease is not revived).
 func cmdRenew(s *Server, c *client, args [][]byte, now int64) {
-	id, duration, err := parseRenew(args[2:])
+	id, duration, err := rlcmd.ParseRenew(args[2:])
 	if err != nil {
 		c.writeError(ErrorReply(err))
 		return

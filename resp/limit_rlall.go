@@ -4,19 +4,22 @@ import (
 	"slices"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
-// cmdAll serves RL.ALL: parse every rule, let the store decide them all at once
+// cmdRLAll serves RL.ALL: parse every rule, let the store decide them all at once
 // (all consume, or none does), answer allowed and each rule's five integers.
-func cmdAll(s *Server, c *client, args [][]byte, now int64) {
-	rules, err := ParseAll(args[1:], s.cfg.MaxLogLimit)
+func cmdRLAll(s *Server, c *client, args [][]byte, now int64) {
+	rules, err := rlcmd.ParseRLAll(args[1:], s.cfg.MaxLogLimit)
 	if err != nil {
 		c.writeError(ErrorReply(err))
 		return
 	}
-	if s.repl.ReadOnly() && !slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek }) {
-		c.writeError(errReadOnly)
-		return
+	if !slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek }) {
+		if msg := s.writeRefusal(); msg != "" {
+			c.writeError(msg)
+			return
+		}
 	}
 	// Calls name a few rules: their decisions fit on the stack (an allocation less of
 	// the ~6 an RL.ALL of two rules makes, BenchmarkServer/RL.ALL-2).

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // Transactions: MULTI queues the commands that follow, EXEC runs them one after the
@@ -133,11 +134,11 @@ func (s *Server) serveExecSub(c *client) {
 
 // peeks reports, before its run parses them, whether the arguments of a limiter that
 // takes PEEK make it one, as its run will decide: RL.ALL by its rules (one PEEK rule
-// suffices, as in cmdAll; rules that do not parse are left to its run to answer),
+// suffices, as in cmdRLAll; rules that do not parse are left to its run to answer),
 // the others by the word PEEK after the key, which no value of theirs can be.
 func peeks(cm *command, args [][]byte) bool {
 	if cm.keys != nil {
-		rules, err := ParseAll(args[1:], math.MaxInt64)
+		rules, err := rlcmd.ParseRLAll(args[1:], math.MaxInt64)
 		return err != nil || slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek })
 	}
 	for _, a := range args[min(2, len(args)):] {

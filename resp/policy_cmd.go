@@ -11,23 +11,24 @@ import (
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/reply"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/internal/topk"
 	"github.com/rlserver/rlserver/policy"
 )
 
 // The policy commands' own error replies.
 var (
-	errNoPolicy      = &replyError{"ERR no policy in force: start rlserver with -limits"}
-	errNoDescriptor  = &replyError{reply.NoDescriptor}
-	errEntryPairs    = &replyError{reply.EntryPairs}
-	errNoEntries     = &replyError{reply.NoEntries}
-	errPolicyLimit   = &replyError{reply.PolicyLimit}
-	errPolicyUnit    = &replyError{reply.PolicyUnit}
-	errHitsRequest   = &replyError{reply.HitsBetween("1", strconv.FormatInt(policy.MaxHits, 10))}
-	errHitsDesc      = &replyError{reply.HitsBetween("0", strconv.FormatInt(policy.MaxHits, 10))}
-	errTopCount      = &replyError{"ERR count must be an integer between 1 and " + strconv.Itoa(maxTopCount)}
-	errPolicyRefund  = refundError(policy.MaxHits)
-	errHitsAndRefund = &replyError{reply.HitsAndRefund}
+	errNoPolicy      = &reply.Error{Text: "ERR no policy in force: start rlserver with -limits"}
+	errNoDescriptor  = &reply.Error{Text: reply.NoDescriptor}
+	errEntryPairs    = &reply.Error{Text: reply.EntryPairs}
+	errNoEntries     = &reply.Error{Text: reply.NoEntries}
+	errPolicyLimit   = &reply.Error{Text: reply.PolicyLimit}
+	errPolicyUnit    = &reply.Error{Text: reply.PolicyUnit}
+	errHitsRequest   = &reply.Error{Text: reply.HitsBetween("1", strconv.FormatInt(policy.MaxHits, 10))}
+	errHitsDesc      = &reply.Error{Text: reply.HitsBetween("0", strconv.FormatInt(policy.MaxHits, 10))}
+	errTopCount      = &reply.Error{Text: "ERR count must be an integer between 1 and " + strconv.Itoa(maxTopCount)}
+	errPolicyRefund  = &reply.Error{Text: reply.RefundUpTo(strconv.FormatInt(policy.MaxHits, 10))}
+	errHitsAndRefund = &reply.Error{Text: reply.HitsAndRefund}
 )
 
 // Refusals of the RL.* commands the server counts for RL.TOP: the last minute, in
@@ -67,15 +68,15 @@ func word(arg []byte, w string) bool { return bytes.EqualFold(arg, []byte(w)) }
 // rest (empty domain or key, lengths, counts) before anything is spent.
 func ParsePolicy(args [][]byte) (policy.Request, error) {
 	if len(args) < 1 {
-		return policy.Request{}, &replyError{"ERR wrong number of arguments for 'rl.policy' command"}
+		return policy.Request{}, &reply.Error{Text: "ERR wrong number of arguments for 'rl.policy' command"}
 	}
 	req := policy.Request{Domain: string(args[0])}
 	i := 1
 	for ; i < len(args) && !word(args[i], "DESCRIPTOR"); i += 2 {
 		if !word(args[i], "HITS") || i+1 == len(args) {
-			return policy.Request{}, errBadSyntax
+			return policy.Request{}, rlcmd.ErrSyntax
 		}
-		n, ok := parseRange(args[i+1], 1, policy.MaxHits)
+		n, ok := rlcmd.ParseIntIn(args[i+1], 1, policy.MaxHits)
 		if !ok {
 			return policy.Request{}, errHitsRequest
 		}
@@ -98,7 +99,7 @@ func ParsePolicy(args [][]byte) (policy.Request, error) {
 				if refund {
 					lo, bad = 1, errPolicyRefund
 				}
-				n, ok := parseRange(args[i+1], lo, policy.MaxHits)
+				n, ok := rlcmd.ParseIntIn(args[i+1], lo, policy.MaxHits)
 				if !ok {
 					return policy.Request{}, bad
 				}
@@ -107,9 +108,9 @@ func ParsePolicy(args [][]byte) (policy.Request, error) {
 				continue
 			case word(args[i], "LIMIT"):
 				if i+2 >= len(args) {
-					return policy.Request{}, errBadSyntax
+					return policy.Request{}, rlcmd.ErrSyntax
 				}
-				n, ok := parseRange(args[i+1], 1, 1<<32-1)
+				n, ok := rlcmd.ParseIntIn(args[i+1], 1, 1<<32-1)
 				if !ok {
 					return policy.Request{}, errPolicyLimit
 				}
@@ -143,7 +144,7 @@ func ParsePolicy(args [][]byte) (policy.Request, error) {
 // limit, remaining, reset_after_ms, retry_after_ms, window_ms and rule name.
 func cmdPolicy(s *Server, c *client, args [][]byte, now int64) {
 	if s.policy == nil {
-		c.writeError(errNoPolicy.text)
+		c.writeError(errNoPolicy.Text)
 		return
 	}
 	req, err := ParsePolicy(args[1:])
@@ -155,7 +156,7 @@ func cmdPolicy(s *Server, c *client, args [][]byte, now int64) {
 	if err != nil {
 		if errors.Is(err, policy.ErrInvalidRequest) {
 			reason := strings.TrimPrefix(err.Error(), policy.ErrInvalidRequest.Error()+": ")
-			err = &replyError{reply.InvalidRequest(reason)}
+			err = &reply.Error{Text: reply.InvalidRequest(reason)}
 		}
 		c.writeError(ErrorReply(err))
 		return
@@ -194,7 +195,7 @@ func durationMs(d time.Duration) int64 {
 // cmdLimits serves RL.LIMITS: the policy in force, as text.
 func cmdLimits(s *Server, c *client, _ [][]byte, _ int64) {
 	if s.policy == nil {
-		c.writeError(errNoPolicy.text)
+		c.writeError(errNoPolicy.Text)
 		return
 	}
 	p := s.policy.Policy()
@@ -223,12 +224,12 @@ func cmdTop(s *Server, c *client, args [][]byte, now int64) {
 	switch {
 	case len(args) == 1:
 	case len(args) != 3 || !word(args[1], "COUNT"):
-		c.writeError(errBadSyntax.text)
+		c.writeError(rlcmd.ErrSyntax.Text)
 		return
 	default:
-		v, ok := parseRange(args[2], 1, maxTopCount)
+		v, ok := rlcmd.ParseIntIn(args[2], 1, maxTopCount)
 		if !ok {
-			c.writeError(errTopCount.text)
+			c.writeError(errTopCount.Text)
 			return
 		}
 		n = int(v)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/replication"
 )
 
@@ -31,7 +32,7 @@ func cmdReplicaOf(s *Server, c *client, args [][]byte, _ int64) {
 		return
 	}
 	noOne := bytes.EqualFold(args[1], []byte("no")) && bytes.EqualFold(args[2], []byte("one"))
-	port, ok := parseInt64(args[2])
+	port, ok := rlcmd.ParseInt(args[2])
 	if !noOne && (!ok || port < 1 || port > 65535) {
 		c.writeError("ERR Invalid master port")
 		return
@@ -64,8 +65,8 @@ func cmdPSync(_ *Server, c *client, _ [][]byte, _ int64) {
 // cmdRLSync serves RLSYNC replid offset listening-port: the connection becomes a
 // replica's link, fed by its own goroutine.
 func cmdRLSync(s *Server, c *client, args [][]byte, _ int64) {
-	port, ok := parseInt64(args[3])
-	reqOff, ok2 := parseInt64(args[2])
+	port, ok := rlcmd.ParseInt(args[3])
+	reqOff, ok2 := rlcmd.ParseInt(args[2])
 	if !ok || !ok2 || port < 0 || port > 65535 {
 		c.writeError(errSyntax)
 		return
@@ -121,6 +122,9 @@ func (s *Server) replicationInfo() [][2]string {
 	}
 	views := s.repl.Replicas()
 	kv = append(kv, [2]string{"connected_slaves", strconv.Itoa(len(views))})
+	if t := s.tun.Load(); t.minReplicas > 0 {
+		kv = append(kv, [2]string{"min_slaves_good_slaves", strconv.Itoa(goodReplicas(views, t.minReplicasLag))})
+	}
 	for i, v := range views {
 		kv = append(kv, [2]string{"slave" + strconv.Itoa(i), fmt.Sprintf("ip=%s,port=%d,state=%s,offset=%d,lag=%d",
 			v.IP, v.Port, v.State, v.Offset, v.LagSeconds)})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 const errDebugDisabled = "ERR DEBUG command not allowed. " +
@@ -111,13 +112,13 @@ func cmdDebug(s *Server, c *client, args [][]byte, now int64) {
 		s.core.RealClock()
 	case action == "set" && len(args) == 4:
 		// The engine's float64 formulas hold µs exactly below 2^53 (year 2255).
-		t, ok := parseInt64(args[3])
+		t, ok := rlcmd.ParseInt(args[3])
 		if !ok || !s.core.SetClock(t) {
 			c.writeError(fmt.Sprintf("ERR unix_us must be an integer between 1 and %d", core.MaxClock))
 			return
 		}
 	case action == "advance" && len(args) == 4:
-		d, ok := parseInt64(args[3])
+		d, ok := rlcmd.ParseInt(args[3])
 		if !ok || d < 0 || d > core.MaxClock {
 			c.writeError(fmt.Sprintf("ERR us must be an integer between 0 and %d", core.MaxClock))
 			return

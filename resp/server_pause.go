@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // CLIENT PAUSE, as Redis's: until its end (or CLIENT UNPAUSE) the commands of every
@@ -121,7 +123,7 @@ func cmdClientPause(s *Server, c *client, args [][]byte, _ int64) {
 			return
 		}
 	}
-	ms, ok := parseInt64(args[2])
+	ms, ok := rlcmd.ParseInt(args[2])
 	switch {
 	case !ok:
 		c.writeError("ERR timeout is not an integer or out of range")

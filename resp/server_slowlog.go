@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
 // Bounds of a slow log entry's arguments, Redis's SLOWLOG_ENTRY_MAX_ARGC and
@@ -115,7 +117,7 @@ func cmdSlowlogGet(s *Server, c *client, args [][]byte, _ int64) {
 		return
 	}
 	if len(args) == 3 {
-		n, ok := parseInt64(args[2])
+		n, ok := rlcmd.ParseInt(args[2])
 		if !ok || n < -1 {
 			c.writeError("ERR count should be greater than or equal to -1")
 			return

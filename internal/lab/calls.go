@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/rlcmd"
 	"github.com/rlserver/rlserver/lua"
 )
 
@@ -35,51 +36,53 @@ func Request(kind algo.Kind, limit, windowMs int64) algo.Request {
 	return r
 }
 
-// Command is r as rlserver takes it, a refund as REFUND n. With rng, the command name and options come in
-// random letter case, the options in random order, and COST 1 is sent or left to its
-// default at random; without, the options are upper case in a fixed order.
+// Command is r as rlserver takes it (rlcmd.AppendRequest), a refund as REFUND n.
+// With rng, the command name and options come in random letter case, the options in
+// random order, COST 1 is sent or left to its default at random, and so is RL.LEAKY's
+// QUEUE 0; without, the words are rlcmd's.
 func Command(r algo.Request, key string, rng *rand.Rand) []any {
-	sendCost := r.Refund == 0 && (r.Cost != 1 || rng == nil || rng.IntN(2) == 0)
-	args := []any{strings.ToUpper(r.Kind.Command()), key}
+	args := rlcmd.AppendRequest([]any{rlcmd.Name(r.Kind), key}, r)
+	if rng == nil {
+		return args
+	}
+	dropCost := r.Refund == 0 && r.Cost == 1 && rng.IntN(2) == 0
 	if r.Kind == algo.KindThrottle {
-		args = append(args, r.Limit, r.Rate, r.Window/1_000_000)
-		if r.Refund > 0 {
-			args = append(args, "REFUND", r.Refund)
-		} else if sendCost {
-			args = append(args, r.Cost)
+		if dropCost {
+			args = args[:len(args)-1] // the quantity, 1 by default
 		}
 		return args
 	}
-	args = append(args, r.Limit, r.Window/1000)
+	const positional = 4 // name, key, limit, window_ms
 	var opts [][]any
-	if sendCost {
-		opts = append(opts, []any{"COST", r.Cost})
-	}
-	if r.Peek {
-		opts = append(opts, []any{"PEEK"})
-	}
-	if r.Refund > 0 {
-		opts = append(opts, []any{"REFUND", r.Refund})
-	}
-	switch {
-	case r.Kind == algo.KindToken && r.Rate > 0:
-		opts = append(opts, []any{"RATE", r.Rate})
-	case r.Kind == algo.KindGCRA && r.Burst > 0:
-		opts = append(opts, []any{"BURST", r.Burst})
-	case r.Kind == algo.KindLeaky && (r.Queue > 0 || rng != nil && rng.IntN(2) == 0):
-		opts = append(opts, []any{"QUEUE", r.Queue})
-	}
-	if rng != nil {
-		args[0] = RandomCase(rng, args[0].(string))
-		rng.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
-		for _, o := range opts {
-			o[0] = RandomCase(rng, o[0].(string))
+	for _, o := range options(args[positional:]) {
+		if !(dropCost && o[0] == "COST") {
+			opts = append(opts, o)
 		}
 	}
+	if r.Kind == algo.KindLeaky && r.Queue == 0 && rng.IntN(2) == 0 {
+		opts = append(opts, []any{"QUEUE", int64(0)})
+	}
+	args[0] = RandomCase(rng, args[0].(string))
+	rng.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
+	args = args[:positional]
 	for _, o := range opts {
+		o[0] = RandomCase(rng, o[0].(string))
 		args = append(args, o...)
 	}
 	return args
+}
+
+// options cuts words into options: a word, and the number that follows it if any.
+func options(words []any) [][]any {
+	var opts [][]any
+	for _, w := range words {
+		if _, word := w.(string); word {
+			opts = append(opts, []any{w})
+		} else {
+			opts[len(opts)-1] = append(opts[len(opts)-1], w)
+		}
+	}
+	return opts
 }
 
 // RandomCase is s with each letter lower-cased or not at random.
