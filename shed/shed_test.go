@@ -142,17 +142,29 @@ func TestQueueMostImportantFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := acquireAsync(t, s, 1, 1)
-	crit := acquireAsync(t, s, 0, 2)
-	held.Done(t0) // the slot goes to the critical waiter, though it came second
-	select {
-	case err := <-crit:
-		if err != nil {
-			t.Fatalf("critical waiter: %v", err)
+	release := make(chan struct{})
+	crit := make(chan error, 1)
+	go func() {
+		tk, err := s.Acquire(context.Background(), 0)
+		crit <- err
+		if err == nil {
+			<-release
+			tk.Done(t0)
 		}
-	case <-def:
-		t.Fatal("the default waiter got the slot before the critical one")
+	}()
+	for s.Stats().Queued != 2 {
 	}
-	if err := <-def; err != nil { // the critical one's Done frees the slot again
+	held.Done(t0) // the slot goes to the critical waiter, though it came second
+	if err := <-crit; err != nil {
+		t.Fatalf("critical waiter: %v", err)
+	}
+	select {
+	case <-def:
+		t.Fatal("the default waiter got a slot while the critical one held the only one")
+	default:
+	}
+	close(release) // the critical one's Done frees the slot again
+	if err := <-def; err != nil {
 		t.Fatalf("default waiter: %v", err)
 	}
 }
