@@ -27,10 +27,15 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 	after := count
 	if r.Spend {
 		// Every call counts, so the count can pass the limit; it saturates rather
-		// than wrap. A reserve is kept above the count; Remaining still shows the
-		// count, not the caller's share.
+		// than wrap. A reserve is kept above the count, and a call refused by its
+		// reserve alone (the limit would admit it) spends nothing: lower classes'
+		// refusals must not eat what they leave to the higher. Remaining still shows
+		// the count, not the caller's share.
 		after = min(count, math.MaxInt64-cost) + cost
 		allowed = after <= limit-r.Reserve
+		if !allowed && after <= limit {
+			after = count
+		}
 	} else if allowed {
 		after += cost
 	}
@@ -49,7 +54,7 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 		d.ResetAfter = end - now
 		d.FreshAt = end
 	}
-	if (allowed || r.Spend) && cost > 0 && !r.Peek {
+	if (allowed || r.Spend && after != count) && cost > 0 && !r.Peek {
 		d.Write = true
 		return FixedState{Window: w, Count: after}, d
 	}
