@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/lua"
 	"github.com/rlserver/rlserver/resp"
@@ -358,7 +359,7 @@ func TestNoScript(t *testing.T) {
 // TestServerRefuses: a limit the server's own configuration refuses is ErrBadLimit,
 // as on the other backends.
 func TestServerRefuses(t *testing.T) {
-	rdb := newRedis(t, testenv.StartServer(t, resp.Config{MaxLogLimit: 10}))
+	rdb := newRedis(t, testenv.StartServer(t, resp.Config{Config: core.Config{MaxLogLimit: 10}}))
 	c, err := client.New(rdb, client.Options{Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 )
@@ -106,7 +107,7 @@ type killable struct {
 
 func (k *killable) start(t *testing.T) {
 	t.Helper()
-	srv, err := resp.NewServer(resp.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := resp.NewServer(resp.Config{Config: core.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}

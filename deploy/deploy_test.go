@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 	"go.yaml.in/yaml/v3"
@@ -38,8 +39,8 @@ var quoted = regexp.MustCompile(`"[^"]*"`)
 // replica, after traffic, and checks every expression of the dashboard and the
 // alert rules against the metrics they export.
 func TestQueriedMetricsAreExported(t *testing.T) {
-	primary, primaryAddr := start(t, resp.Config{SnapshotPath: filepath.Join(t.TempDir(), "rl.snap")})
-	replica, _ := start(t, resp.Config{ReplicaOf: primaryAddr})
+	primary, primaryAddr := start(t, resp.Config{Config: core.Config{SnapshotPath: filepath.Join(t.TempDir(), "rl.snap")}})
+	replica, _ := start(t, resp.Config{Config: core.Config{ReplicaOf: primaryAddr}})
 	rdb := redis.NewClient(&redis.Options{Addr: primaryAddr})
 	defer rdb.Close()
 	for range 100 { // enough for the 1-in-16 latency sample to record some

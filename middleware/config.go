@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/rlserver/rlserver/action"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/httpdesc"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -219,7 +219,7 @@ func New(cfg Config) (*Limiter, error) {
 		l.conc = &concurrency{Concurrency: *c, prefix: prefix + c.Name + ":"}
 	}
 	for _, p := range cfg.TrustedProxies {
-		cidr, err := action.ParsePrefix(p)
+		cidr, err := httpdesc.ParsePrefix(p)
 		if err != nil {
 			return nil, fmt.Errorf("middleware: %w", err)
 		}

@@ -49,7 +49,7 @@
 // Config.Policy takes the limits from the policy rlserver runs with (-limits) instead of
 // Dimensions: a domain and descriptors in the words of rlserver's /check query
 // (remote_address, request_headers:HEADER:KEY, generic_key:VALUE, method, path, host),
-// built per request by package action, as /check builds them, and decided in one
+// built per request by package httpdesc, as /check builds them, and decided in one
 // client.Policy call (RL.POLICY). A gateway asking /check and a Go service behind it
 // then run one policy file on one rlserver and spend one count. A descriptor whose
 // header is missing is dropped, as Envoy drops it; with every descriptor dropped the

@@ -7,14 +7,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/rlserver/rlserver/action"
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy"
 )
 
 // Policy takes a Limiter's limits from the policy rlserver runs with (-limits,
 // envoyproxy/ratelimit's format), naming each request's descriptors with the words
-// of /check's query (package action), so that a Go service and its gateway run one
+// of /check's query (package httpdesc), so that a Go service and its gateway run one
 // policy file on one rlserver and share its counts:
 //
 //	middleware.Config{Client: c, TrustedProxies: []string{"10.0.0.0/8"}, Policy: &middleware.Policy{
@@ -36,7 +36,7 @@ type Policy struct {
 // policyRules is Config.Policy parsed once.
 type policyRules struct {
 	domain string
-	descs  []action.Descriptor
+	descs  []httpdesc.Descriptor
 }
 
 // newPolicyRules checks cfg's Policy and what must go with it, and parses it.
@@ -59,7 +59,7 @@ func newPolicyRules(cfg Config) (*policyRules, error) {
 	}
 	rules := &policyRules{domain: p.Domain}
 	for i, spec := range p.Descriptors {
-		d, err := action.Parse(spec)
+		d, err := httpdesc.Parse(spec)
 		if err != nil {
 			return nil, fmt.Errorf("middleware: Config.Policy.Descriptors[%d]: %w", i, err)
 		}
@@ -68,11 +68,11 @@ func newPolicyRules(cfg Config) (*policyRules, error) {
 	return rules, nil
 }
 
-// servePolicy decides r by the policy and answers as /check does (action's
+// servePolicy decides r by the policy and answers as /check does (httpdesc's
 // headers, Retry-After), with the middleware's 429 body.
 func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p := l.policy
-	opts := action.Options{Trusted: l.trusted}
+	opts := httpdesc.Options{Trusted: l.trusted}
 	var entries []policy.Entry
 	var ends []int // where each applying descriptor's entries end
 	for _, d := range p.descs {
@@ -121,7 +121,7 @@ func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.
 		next.ServeHTTP(w, r)
 		return
 	}
-	retry := action.DefaultNames.Answer(h, toStatuses(res), !res.Allowed)
+	retry := httpdesc.DefaultNames.Answer(h, toStatuses(res), !res.Allowed)
 	if !res.Allowed {
 		l.limited.Add(1)
 		writeDenied(w, "rate_limited", retry)
@@ -131,7 +131,7 @@ func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.
 	next.ServeHTTP(w, r)
 }
 
-// toStatuses is the client's answer as the engine's statuses, which action's
+// toStatuses is the client's answer as the engine's statuses, which httpdesc's
 // headers read.
 func toStatuses(res client.PolicyResult) []policy.Status {
 	sts := make([]policy.Status, len(res.Statuses))

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/gateway"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/middleware"
 	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/resp"
-	"github.com/rlserver/rlserver/rls"
 )
 
 // edgePolicy is the policy file of a gateway and its Go service: 5 a minute per
@@ -51,7 +51,7 @@ func policyServer(t *testing.T) (*client.Client, string) {
 	if !srv.Core().SetClock(edgeAt) {
 		t.Fatal("SetClock refused")
 	}
-	front, err := rls.New(rls.Config{Decider: srv.Policy(), Now: srv.Core().Now, Serving: srv.Core().IsPrimary})
+	front, err := gateway.New(gateway.Config{Decider: srv.Policy(), Now: srv.Core().Now, Serving: srv.Core().IsPrimary})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/core"
 )
 
 const (
@@ -188,7 +189,7 @@ func TestExposedWarning(t *testing.T) {
 		{net.IPv6loopback, "", false},
 	} {
 		var logs bytes.Buffer
-		s, err := NewServer(Config{RequirePass: tc.pass, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		s, err := NewServer(Config{RequirePass: tc.pass, Config: core.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -165,10 +165,10 @@ func (s *Server) execRedirect(c *client, list []queued) string {
 	return ""
 }
 
-// allKeys finds RL.ALL's keys, one per rule. When the rules do not parse it finds
+// rlAllKeys finds RL.ALL's keys, one per rule. When the rules do not parse it finds
 // none, and the command runs here to answer its own error. The log limit is not
 // checked here: the command checks it against the server's.
-func allKeys(args [][]byte) [][]byte {
+func rlAllKeys(args [][]byte) [][]byte {
 	rules, err := rlcmd.ParseRLAll(args[1:], math.MaxInt64)
 	if err != nil {
 		return nil

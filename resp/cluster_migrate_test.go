@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -28,7 +29,7 @@ func enabledNode(t *testing.T) *redis.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveOn(t, ln, resp.Config{Cluster: top, Logger: slog.New(slog.DiscardHandler)})
+	return serveOn(t, ln, resp.Config{Cluster: top, Config: core.Config{Logger: slog.New(slog.DiscardHandler)}})
 }
 
 // serveOn serves cfg on ln until t ends, and returns a RESP2 client on it.

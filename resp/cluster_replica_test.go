@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -96,7 +97,7 @@ func TestClusterStaticNoReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := resp.Config{Cluster: top, Logger: slog.New(slog.DiscardHandler), ReplicaOf: "127.0.0.1:7001"}
+	cfg := resp.Config{Cluster: top, Config: core.Config{Logger: slog.New(slog.DiscardHandler), ReplicaOf: "127.0.0.1:7001"}}
 	if _, err := resp.NewServer(cfg); err == nil || !strings.Contains(err.Error(), "-cluster-nodes") {
 		t.Fatalf("NewServer: %v", err)
 	}
@@ -129,7 +130,7 @@ func TestClusterReplicaOfIgnoredWithSlots(t *testing.T) {
 	if err := top.AssignSlots([]cluster.Range{{First: 0, Last: cluster.Slots - 1}}, false); err != nil {
 		t.Fatal(err)
 	}
-	rdb := serveOn(t, ln, resp.Config{Cluster: top, ReplicaOf: "127.0.0.1:1", Logger: slog.New(slog.DiscardHandler)})
+	rdb := serveOn(t, ln, resp.Config{Cluster: top, Config: core.Config{ReplicaOf: "127.0.0.1:1", Logger: slog.New(slog.DiscardHandler)}})
 	ctx := context.Background()
 	if role := rdb.Do(ctx, "ROLE").Val().([]any)[0]; role != "master" {
 		t.Fatalf("ROLE %v", role)

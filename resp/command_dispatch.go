@@ -143,7 +143,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 // key's slot is another node's (MOVED, CROSSSLOT), the server is a replica and the
 // command writes (READONLY), or a full sync is loading (LOADING). Queued (inside
 // MULTI), a limiter that may be a PEEK is judged by its arguments; run, it checks
-// after parsing them (limiter, cmdAll).
+// after parsing them (limiter, cmdRLAll).
 func (s *Server) refusal(c *client, cm *command, args [][]byte, queued bool) string {
 	// Only cluster mode pays for the slot check, mostly the key's CRC16
 	// (BenchmarkClusterRedirect), within the noise of a pipelined RL.TOKEN over

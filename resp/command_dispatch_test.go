@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rlserver/rlserver/core"
 	"github.com/tidwall/redcon"
 )
 
@@ -32,7 +33,7 @@ func (f *fakeConn) Close() error                   { f.closed = true; return nil
 
 func quietServer(t *testing.T) *Server {
 	t.Helper()
-	s, err := NewServer(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := NewServer(Config{Config: core.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +73,14 @@ func TestPanicDropsPipeline(t *testing.T) {
 }
 
 // A connection that reaches accept after Close is refused and gives back the slot
-// limitListener reserved for it, without touching the conns WaitGroup.
+// connListener reserved for it, without touching the conns WaitGroup.
 func TestAcceptAfterClose(t *testing.T) {
 	s := quietServer(t)
 	s.Close()
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	s.connected.Add(1) // as limitListener.Accept does
+	s.connected.Add(1) // as connListener.Accept does
 	if s.accept(&fakeConn{net: a}) {
 		t.Fatal("accept took a connection after Close")
 	}
@@ -115,11 +116,11 @@ func TestAcceptRetriesEMFILE(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	fl := &failingListener{fails: 2, conn: a}
-	conn, err := (&limitListener{Listener: fl, s: s}).Accept()
+	conn, err := (&connListener{Listener: fl, s: s}).Accept()
 	if err != nil {
 		t.Fatalf("Accept: %v", err)
 	}
-	if lc, ok := conn.(*limitConn); !ok || lc.Conn != a {
+	if lc, ok := conn.(*boundedConn); !ok || lc.Conn != a {
 		t.Errorf("Accept returned %v, want the listener's connection", conn)
 	}
 	if fl.calls != 3 {

@@ -171,7 +171,7 @@ type buffers struct{ qbuf, qbufFree, argv, multi, rbs int }
 // ownBuffers are c's buffers, read by c's own goroutine while it runs args.
 func (c *client) ownBuffers(args [][]byte) *buffers {
 	b := &buffers{qbuf: c.qbuf, rbs: cap(c.w.Buffer())}
-	if lc, ok := c.conn.NetConn().(*limitConn); ok {
+	if lc, ok := c.conn.NetConn().(*boundedConn); ok {
 		b.qbufFree = lc.free
 	}
 	for _, a := range args {

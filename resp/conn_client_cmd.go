@@ -68,7 +68,7 @@ func (s *Server) ownView(c *client) clientView {
 	return v
 }
 
-// connFD is the socket descriptor under conn (TLS and limitConn unwrapped), or -1.
+// connFD is the socket descriptor under conn (TLS and boundedConn unwrapped), or -1.
 func connFD(conn net.Conn) int {
 	fd := -1
 	if raw := socketOf(conn); raw != nil {

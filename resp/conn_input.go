@@ -36,7 +36,7 @@ type input struct {
 }
 
 // newInput is the input of lc, whose Reads have returned read bytes so far.
-func newInput(lc *limitConn, read uint64) *input {
+func newInput(lc *boundedConn, read uint64) *input {
 	_, isTLS := lc.Conn.(interface{ NetConn() net.Conn })
 	return &input{raw: socketOf(lc), plain: !isTLS, read: read}
 }
@@ -101,11 +101,11 @@ func (in *input) settle(deadline time.Time) {
 	}
 }
 
-// socketOf is the socket under conn (TLS and limitConn unwrapped), or nil.
+// socketOf is the socket under conn (TLS and boundedConn unwrapped), or nil.
 func socketOf(conn net.Conn) syscall.RawConn {
 	for {
 		switch cc := conn.(type) {
-		case *limitConn:
+		case *boundedConn:
 			conn = cc.Conn
 			continue
 		case interface{ NetConn() net.Conn }: // *tls.Conn

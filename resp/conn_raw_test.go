@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rlserver/rlserver/core"
 )
 
 // TestMalformedRESP: a protocol error gets Redis's error line and closes that
@@ -124,7 +126,7 @@ func (c *countingConn) Write(b []byte) (int, error) {
 
 // TestPipelineOneFlush: a pipeline that arrives in one read is answered in one write.
 func TestPipelineOneFlush(t *testing.T) {
-	s, err := NewServer(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := NewServer(Config{Config: core.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}

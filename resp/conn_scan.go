@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// The request scan follows the byte stream of a connection under redcon (limitConn)
+// The request scan follows the byte stream of a connection under redcon (boundedConn)
 // and makes redcon frame requests as Redis does (networking.c, processMultibulkBuffer),
 // where they part:
 //   - a count line of zero or less ("*0", "*-1") is skipped by Redis: the scan blanks

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/core"
 )
 
 // The fuzz targets run against a live server on loopback. Their seed corpora run in
@@ -26,7 +27,7 @@ import (
 // an input and the check after it, with a few keys of every kind in it.
 func fuzzServer(f *testing.F) (*testServer, *lockedBuffer) {
 	log := &lockedBuffer{}
-	ts := startServer(f, Config{Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
+	ts := startServer(f, Config{Config: core.Config{Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))}})
 	ts.core.SetClock(t0)
 	r := ts.raw(f)
 	for _, line := range []string{

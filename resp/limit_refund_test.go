@@ -3,6 +3,8 @@ package resp
 import (
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/core"
 )
 
 // TestRefund: REFUND on every RL.* command and CL.THROTTLE gives back what was spent,
@@ -55,7 +57,7 @@ func TestRefund(t *testing.T) {
 // TestRefundReplicated: a refund on a primary shows on its replica, which refuses one.
 func TestRefundReplicated(t *testing.T) {
 	p := startServer(t, Config{})
-	r := startServer(t, Config{ReplicaOf: p.addr})
+	r := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
 	pc, rc := p.client(t, 3), r.client(t, 3)
 	waitLinkUp(t, rc)
 	if got := do(pc, "RL.FIXED k 10 86400000 COST 8"); !strings.HasPrefix(got, "[1 10 2 0 ") {

@@ -7,9 +7,9 @@ import (
 	"github.com/rlserver/rlserver/internal/rlcmd"
 )
 
-// cmdAll serves RL.ALL: parse every rule, let the store decide them all at once
+// cmdRLAll serves RL.ALL: parse every rule, let the store decide them all at once
 // (all consume, or none does), answer allowed and each rule's five integers.
-func cmdAll(s *Server, c *client, args [][]byte, now int64) {
+func cmdRLAll(s *Server, c *client, args [][]byte, now int64) {
 	rules, err := rlcmd.ParseRLAll(args[1:], s.cfg.MaxLogLimit)
 	if err != nil {
 		c.writeError(ErrorReply(err))

@@ -24,9 +24,9 @@ func limiterArgs(limit string, option *arg) []arg {
 	)
 }
 
-// allArgs are RL.ALL's arguments: one or more rules, each an algorithm word, its
+// rlAllArgs are RL.ALL's arguments: one or more rules, each an algorithm word, its
 // command's positional arguments and its options; PEEK may come among any rule's.
-var allArgs = []arg{{name: "rule", typ: "block", multiple: true, args: []arg{
+var rlAllArgs = []arg{{name: "rule", typ: "block", multiple: true, args: []arg{
 	{name: "algorithm", typ: "oneof", args: []arg{
 		{name: "fixed", typ: "pure-token", token: "FIXED"},
 		{name: "slide", typ: "pure-token", token: "SLIDE"},
@@ -254,7 +254,7 @@ var limitCommands = []*command{
 		summary:    "Several limits at once, all or nothing: every rule consumes if every rule admits, else none does.",
 		group:      groupRateLimit,
 		complexity: "O(n) in the rules, each as its own command",
-		args:       allArgs,
+		args:       rlAllArgs,
 		doc: "Each rule is an algorithm (FIXED, SLIDE, LOG, TOKEN, GCRA or LEAKY), then that command's " +
 			"key, limit and window_ms, then its options (COST, RATE, BURST, QUEUE, REFUND, RESERVE), in any order; the " +
 			"next algorithm word starts the next rule. At most 64 rules, each on its own key. `PEEK` " +
@@ -274,8 +274,8 @@ var limitCommands = []*command{
 			{"RL.ALL FIXED user:frank 100 60000 TOKEN ip:10.0.0.1 2 1000", "1 [1 100 98 0 60000] [1 2 0 0 1000]"},
 			{"RL.ALL FIXED user:frank 100 60000 TOKEN ip:10.0.0.1 2 1000", "0 [1 100 97 0 60000] [0 2 0 500 1000]"},
 		},
-		keys: allKeys,
-		run:  cmdAll,
+		keys: rlAllKeys,
+		run:  cmdRLAll,
 	},
 	{
 		name: "rl.acquire", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,

@@ -134,7 +134,7 @@ func (s *Server) serveExecSub(c *client) {
 
 // peeks reports, before its run parses them, whether the arguments of a limiter that
 // takes PEEK make it one, as its run will decide: RL.ALL by its rules (one PEEK rule
-// suffices, as in cmdAll; rules that do not parse are left to its run to answer),
+// suffices, as in cmdRLAll; rules that do not parse are left to its run to answer),
 // the others by the word PEEK after the key, which no value of theirs can be.
 func peeks(cm *command, args [][]byte) bool {
 	if cm.keys != nil {

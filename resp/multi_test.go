@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/core"
 )
 
 // twoNodes serves two cluster nodes splitting the slots in halves, and returns them
@@ -98,7 +99,7 @@ func TestMultiClusterAtomic(t *testing.T) {
 // go-redis drops a connection that answered READONLY.)
 func TestMultiReadOnlyReplica(t *testing.T) {
 	p := startServer(t, Config{})
-	replica := startServer(t, Config{ReplicaOf: p.addr})
+	replica := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
 	waitLinkUp(t, replica.client(t, 2)) // LOADING until the first sync, as Redis
 	r := replica.raw(t)
 	r.send("MULTI\r\nRL.TOKEN k 1 60000 PEEK\r\nRL.TOKEN k 1 60000\r\n" +

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/policy"
 )
 
@@ -128,7 +129,7 @@ func TestPolicyWithout(t *testing.T) {
 		t.Fatal(err)
 	}
 	primary := startServer(t, Config{})
-	replica := startServer(t, Config{ReplicaOf: primary.addr, Policy: p})
+	replica := startServer(t, Config{Config: core.Config{ReplicaOf: primary.addr}, Policy: p})
 	rc := replica.client(t, 3)
 	waitLinkUp(t, rc)
 	run(t, rc, []call{{"RL.POLICY api DESCRIPTOR user alice", errReadOnly}})

@@ -77,7 +77,7 @@ func (s *Server) detach(c *client) *subscriber {
 	dc := c.conn.Detach()
 	dc.NetConn().SetReadDeadline(time.Time{}) // no idle timeout for subscribers, as in Redis
 	sub := &subscriber{c: c, dc: dc, channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
-	if lc, ok := dc.NetConn().(*limitConn); ok {
+	if lc, ok := dc.NetConn().(*boundedConn); ok {
 		// Read from this goroutine until serveDetached starts, then from that one only.
 		sub.in = newInput(lc, lc.read)
 		lc.in = sub.in

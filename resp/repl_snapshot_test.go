@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/core"
 )
 
 // persistenceField returns one field of INFO persistence.
@@ -57,7 +58,7 @@ func TestSnapshotRestart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "rl.snap")
-			cfg := Config{SnapshotPath: path, SnapshotInterval: time.Hour} // only the final save
+			cfg := Config{Config: core.Config{SnapshotPath: path, SnapshotInterval: time.Hour}} // only the final save
 			a, stop := savingServer(t, cfg)
 			rdb := redis.NewClient(&redis.Options{Addr: a.addr, MaxRetries: -1})
 			defer rdb.Close()
@@ -104,7 +105,7 @@ func TestSaveAndLastSave(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "rl.snap")
-	on := startServer(t, Config{SnapshotPath: path, SnapshotInterval: time.Hour})
+	on := startServer(t, Config{Config: core.Config{SnapshotPath: path, SnapshotInterval: time.Hour}})
 	rdb = on.client(t, 3)
 	for _, step := range []struct {
 		cmd                  string
@@ -144,7 +145,7 @@ func TestSaveAndLastSave(t *testing.T) {
 // then keeps serving, and INFO shows it.
 func TestSaveFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no such dir", "rl.snap")
-	ts := startServer(t, Config{SnapshotPath: path, SnapshotInterval: time.Hour})
+	ts := startServer(t, Config{Config: core.Config{SnapshotPath: path, SnapshotInterval: time.Hour}})
 	rdb := ts.client(t, 3)
 	if got := do(rdb, "SAVE"); !strings.HasPrefix(got, "ERR snapshot failed: open "+filepath.Dir(path)) {
 		t.Errorf("SAVE = %s", got)
@@ -161,7 +162,7 @@ func TestSaveFails(t *testing.T) {
 // TestSnapshotLoop: a change is saved in the background within the interval.
 func TestSnapshotLoop(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.snap")
-	ts := startServer(t, Config{SnapshotPath: path, SnapshotInterval: 5 * time.Millisecond})
+	ts := startServer(t, Config{Config: core.Config{SnapshotPath: path, SnapshotInterval: 5 * time.Millisecond}})
 	rdb := ts.client(t, 3)
 	do(rdb, "RL.FIXED k 10 60000")
 	waitFor(t, "a background save", func() bool { return persistenceField(t, rdb, "rdb_saves") != "0" })
@@ -195,8 +196,7 @@ func TestSnapshotLoadErrors(t *testing.T) {
 			} else if err := os.WriteFile(path, []byte(tc.contents), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := NewServer(Config{SnapshotPath: path, SnapshotIgnoreCorrupt: tc.ignore,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			_, err := NewServer(Config{Config: core.Config{SnapshotPath: path, SnapshotIgnoreCorrupt: tc.ignore, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("NewServer: %v", err)
@@ -209,12 +209,11 @@ func TestSnapshotLoadErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewServer(Config{SnapshotInterval: -time.Second}); err == nil ||
+	if _, err := NewServer(Config{Config: core.Config{SnapshotInterval: -time.Second}}); err == nil ||
 		err.Error() != "core: SnapshotInterval must be 0 (default) or positive, got -1s" {
 		t.Errorf("negative SnapshotInterval: %v", err)
 	}
-	if _, err := NewServer(Config{SnapshotPath: filepath.Join(t.TempDir(), "absent"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
+	if _, err := NewServer(Config{Config: core.Config{SnapshotPath: filepath.Join(t.TempDir(), "absent"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}); err != nil {
 		t.Errorf("a missing snapshot is a first start, got %v", err)
 	}
 }
@@ -225,7 +224,7 @@ func TestSnapshotFinalSaveError(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "rl.snap")
 	os.Mkdir(filepath.Dir(path), 0o700)
-	ts, stop := savingServer(t, Config{SnapshotPath: path, SnapshotInterval: time.Hour})
+	ts, stop := savingServer(t, Config{Config: core.Config{SnapshotPath: path, SnapshotInterval: time.Hour}})
 	do(ts.client(t, 3), "RL.FIXED k 10 60000")
 	os.Remove(filepath.Dir(path))
 	if err := stop(); err == nil || !errors.Is(err, os.ErrNotExist) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -67,8 +68,8 @@ func logTo(b *lockedBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(b
 func TestReplication(t *testing.T) {
 	ctx := context.Background()
 	p := startServer(t, Config{})
-	r1 := startServer(t, Config{ReplicaOf: p.addr})
-	r2 := startServer(t, Config{ReplicaOf: p.addr})
+	r1 := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
+	r2 := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
 	pc, c1, c2 := p.client(t, 3), r1.client(t, 3), r2.client(t, 2)
 	waitLinkUp(t, c1)
 	waitLinkUp(t, c2)
@@ -246,9 +247,9 @@ func (px *proxy) restore() {
 // than the backlog holds, it syncs in full, and ends equal all the same.
 func TestReplicaResync(t *testing.T) {
 	ctx := context.Background()
-	p := startServer(t, Config{ReplBacklogSize: 16 << 10})
+	p := startServer(t, Config{Config: core.Config{ReplBacklogSize: 16 << 10}})
 	px := startProxy(t, p.addr)
-	r := startServer(t, Config{ReplicaOf: px.ln.Addr().String()})
+	r := startServer(t, Config{Config: core.Config{ReplicaOf: px.ln.Addr().String()}})
 	pc, rc := p.client(t, 3), r.client(t, 3)
 	waitLinkUp(t, rc)
 	do(pc, "RL.FIXED before 5 86400000")
@@ -307,7 +308,7 @@ func TestReplicaResync(t *testing.T) {
 func TestReplicaEqualsPrimaryRandom(t *testing.T) {
 	ctx := context.Background()
 	p := startServer(t, Config{EnableDebugCommand: true})
-	r := startServer(t, Config{ReplicaOf: p.addr, EnableDebugCommand: true})
+	r := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}, EnableDebugCommand: true})
 	pc, rc := p.client(t, 3), r.client(t, 3)
 	waitLinkUp(t, rc)
 	const keys, writes, conns = 5000, 40_000, 4
@@ -484,7 +485,7 @@ func TestReplicaFaults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs lockedBuffer
-			r := startServer(t, Config{Logger: logTo(&logs), EnableDebugCommand: true})
+			r := startServer(t, Config{Config: core.Config{Logger: logTo(&logs)}, EnableDebugCommand: true})
 			rc := r.client(t, 3)
 			do(rc, "RL.FIXED mine 5 86400000")
 			if got := do(rc, "REPLICAOF "+strings.Replace(tc.target(r.addr), ":", " ", 1)); got != "OK" {
@@ -517,9 +518,9 @@ func TestReplicaFaults(t *testing.T) {
 // -masterauth and refuses one with a wrong one.
 func TestReplicaAuth(t *testing.T) {
 	p := startServer(t, Config{RequirePass: "s3cret"})
-	good := startServer(t, Config{ReplicaOf: p.addr, MasterAuth: "s3cret"})
+	good := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr, MasterAuth: "s3cret"}})
 	var logs lockedBuffer
-	bad := startServer(t, Config{ReplicaOf: p.addr, MasterAuth: "wrong", Logger: logTo(&logs)})
+	bad := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr, MasterAuth: "wrong", Logger: logTo(&logs)}})
 	waitLinkUp(t, good.client(t, 3))
 	waitFor(t, "the refusal", func() bool { return strings.Contains(logs.String(), "AUTH with -masteruser/-masterauth refused") })
 	if got := replInfo(t, bad.client(t, 3), "master_link_status"); got != "down" {
@@ -533,9 +534,9 @@ func TestReplicaAuth(t *testing.T) {
 func TestReplicaACLUser(t *testing.T) {
 	p := startServer(t, Config{Users: directives("user default off", "user repl on >rp +rlsync +replconf",
 		"user admin on >ap ~* &* +@all")})
-	good := startServer(t, Config{ReplicaOf: p.addr, MasterUser: "repl", MasterAuth: "rp"})
+	good := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr, MasterUser: "repl", MasterAuth: "rp"}})
 	var logs lockedBuffer
-	bad := startServer(t, Config{ReplicaOf: p.addr, MasterAuth: "rp", Logger: logTo(&logs)})
+	bad := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr, MasterAuth: "rp", Logger: logTo(&logs)}})
 	waitLinkUp(t, good.client(t, 3))
 	admin := p.userClient(t, 3, "admin", "ap")
 	if got := do(admin, "RL.FIXED k 5 60000"); !strings.HasPrefix(got, "[1 5 4 0 ") {

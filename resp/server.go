@@ -47,26 +47,13 @@ const (
 )
 
 // Config configures a Server. The zero value is valid: every zero field takes its
-// default. Those of core.Config (Shards, MaxLogLimit, ExpireInterval, Logger,
-// LogLevel, MaxMemory, MaxMemoryPolicy, TLSCertFile, TLSKeyFile, Snapshot*,
-// ReplicaOf, MasterAuth, MasterUser, ReplBacklogSize) configure the core NewServer builds (Core
-// converts them); NewFront takes them from the core it is given instead.
+// default. The embedded core.Config configures the core NewServer builds (its
+// Partition is the Cluster's); NewFront takes it from the core it is given instead.
 type Config struct {
-	// Shards is the number of store shards, a power of two; 0 means store.DefaultShards.
-	Shards int
-	// MaxLogLimit is the largest limit RL.LOG accepts; 0 means DefaultMaxLogLimit.
-	MaxLogLimit int64
+	core.Config
 	// EnableDebugCommand turns on DEBUG CLOCK SET|ADVANCE|REAL, for tests. Off by
 	// default, as Redis's enable-debug-command.
 	EnableDebugCommand bool
-	// ExpireInterval is how often the server removes keys whose state became fresh,
-	// so memory returns without traffic; 0 means DefaultExpireInterval.
-	ExpireInterval time.Duration
-	// Logger receives connection errors and recovered panics; nil means slog.Default().
-	Logger *slog.Logger
-	// LogLevel, if set, is Logger's level, which CONFIG SET loglevel changes; nil: the
-	// level cannot change.
-	LogLevel *slog.LevelVar
 	// ConfigFile is the file the server was configured from, which CONFIG REWRITE
 	// writes the running settings into; empty: CONFIG REWRITE answers Redis's error.
 	ConfigFile string
@@ -77,21 +64,10 @@ type Config struct {
 	// SlowlogMaxLen is how many entries SLOWLOG keeps; 0 means DefaultSlowlogMaxLen,
 	// negative none.
 	SlowlogMaxLen int
-	// MaxMemory bounds the store's bytes (INFO used_memory_dataset); 0 means no bound.
-	MaxMemory int64
-	// MaxMemoryPolicy is what happens to a new key past MaxMemory: evict the keys
-	// closest to fresh (the zero value, volatile-ttl) or refuse it (noeviction).
-	MaxMemoryPolicy store.Policy
 
 	// RequirePass, if set, is the default user's password: until a connection
 	// authenticates (AUTH, HELLO AUTH), only the "no-auth" commands are served.
 	RequirePass string
-	// TLSCertFile and TLSKeyFile are the PEM certificate and key for ServeTLS;
-	// both or neither.
-	TLSCertFile, TLSKeyFile string
-	// TLSCACertFile, TLSAuthClients and TLSClientSAN ask TLS clients for a
-	// certificate, as core.Config's.
-	TLSCACertFile, TLSAuthClients, TLSClientSAN string
 	// MaxClients is the most connections served at once; 0 means DefaultMaxClients.
 	// Beyond it a new connection gets Redis's error and is closed.
 	MaxClients int
@@ -101,31 +77,12 @@ type Config struct {
 	// DefaultProtoMaxBulkLen.
 	ProtoMaxBulkLen int64
 
-	// SnapshotPath is the snapshot file: loaded by NewServer, saved every
-	// SnapshotInterval when something changed, by SAVE, and when the server stops
-	// (unless SHUTDOWN NOSAVE). Empty means no snapshots.
-	SnapshotPath string
-	// SnapshotInterval is how often a changed store is saved; 0 means
-	// DefaultSnapshotInterval.
-	SnapshotInterval time.Duration
-	// SnapshotIgnoreCorrupt starts the server empty, with a warning, when the snapshot
-	// is corrupt or of an unknown version, instead of refusing to start.
-	SnapshotIgnoreCorrupt bool
-
 	// Cluster, if set, makes the server one node of a Redis Cluster: it runs a
 	// command with keys only when they hash to one of its own slots, answers
 	// MOVED or CROSSSLOT otherwise, and serves CLUSTER SLOTS and the like. Nil:
 	// standalone.
 	Cluster *cluster.Topology
 
-	// ReplicaOf, if set ("host:port"), starts the server as a replica of that
-	// primary, as REPLICAOF host port would; empty: a primary.
-	ReplicaOf string
-	// MasterAuth is the password a replica gives its primary (the primary's RequirePass).
-	MasterAuth string
-	// MasterUser, if set, is the ACL user a replica logs in to its primary as, with
-	// MasterAuth, as Redis's masteruser; empty: the default user.
-	MasterUser string
 	// Users are the `user` directives of the config file, as Redis's: each the words
 	// after "user" (the name, then ACL rules), with where it was read for errors.
 	Users []UserDirective
@@ -136,16 +93,18 @@ type Config struct {
 	// ACLLogMaxLen is how many entries ACL LOG keeps; 0 means DefaultACLLogMaxLen,
 	// negative none.
 	ACLLogMaxLen int
-	// ReplBacklogSize is the bytes of recent effects a primary keeps for replicas to
-	// continue from after a disconnection; 0 means DefaultReplBacklogSize.
-	ReplBacklogSize int
 	// ReplicaPriority is Sentinel's replica priority (INFO slave_priority): lower is
 	// promoted first; 0 means Redis's default 100, a negative value 0 (never promoted).
 	ReplicaPriority int
 
-	// Policy, if set, is the policy (-limits) RL.POLICY decides by, on the core's
-	// store; Server.Policy is its engine, for the other fronts and policy.Watch. Nil:
-	// RL.POLICY and RL.LIMITS answer that no policy is in force.
+	// Engine, if set, is the policy engine (-limits) RL.POLICY decides by, on the
+	// core's store: the caller of NewFront builds it and hands the same one to the
+	// other fronts. Nil, and Policy nil: RL.POLICY and RL.LIMITS answer that no
+	// policy is in force.
+	Engine *policy.Engine
+	// Policy, if set without Engine, is the policy the server builds its own engine
+	// of, on its core's store: for NewServer, whose caller holds no core.
+	// Server.Policy returns that engine.
 	Policy *policy.Policy
 }
 
@@ -221,15 +180,12 @@ type UserDirective struct {
 	Where string   // "file:line", for errors
 }
 
-// Core is the core.Config of cfg's shared fields, for core.New.
+// Core is the embedded core.Config with the store partitioned by hash slot when
+// Cluster is set, for core.New.
 func (cfg Config) Core() core.Config {
-	return core.Config{Shards: cfg.Shards, MaxLogLimit: cfg.MaxLogLimit, ExpireInterval: cfg.ExpireInterval,
-		Logger: cfg.Logger, LogLevel: cfg.LogLevel, MaxMemory: cfg.MaxMemory, MaxMemoryPolicy: cfg.MaxMemoryPolicy,
-		TLSCertFile: cfg.TLSCertFile, TLSKeyFile: cfg.TLSKeyFile, TLSCACertFile: cfg.TLSCACertFile,
-		TLSAuthClients: cfg.TLSAuthClients, TLSClientSAN: cfg.TLSClientSAN, SnapshotPath: cfg.SnapshotPath,
-		SnapshotInterval: cfg.SnapshotInterval, SnapshotIgnoreCorrupt: cfg.SnapshotIgnoreCorrupt,
-		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser,
-		ReplBacklogSize: cfg.ReplBacklogSize, Partition: partition(cfg.Cluster)}
+	cc := cfg.Config
+	cc.Partition = partition(cfg.Cluster)
+	return cc
 }
 
 // partition is the store's grouping of keys: by hash slot in cluster mode, for
@@ -239,17 +195,6 @@ func partition(t *cluster.Topology) func([]byte) uint16 {
 		return nil
 	}
 	return cluster.Slot
-}
-
-// withCore is cfg with its shared fields taken from the core's configuration.
-func (cfg Config) withCore(cc core.Config) Config {
-	cfg.Shards, cfg.MaxLogLimit, cfg.ExpireInterval = cc.Shards, cc.MaxLogLimit, cc.ExpireInterval
-	cfg.Logger, cfg.LogLevel, cfg.MaxMemory, cfg.MaxMemoryPolicy = cc.Logger, cc.LogLevel, cc.MaxMemory, cc.MaxMemoryPolicy
-	cfg.TLSCertFile, cfg.TLSKeyFile = cc.TLSCertFile, cc.TLSKeyFile
-	cfg.TLSCACertFile, cfg.TLSAuthClients, cfg.TLSClientSAN = cc.TLSCACertFile, cc.TLSAuthClients, cc.TLSClientSAN
-	cfg.SnapshotPath, cfg.SnapshotInterval, cfg.SnapshotIgnoreCorrupt = cc.SnapshotPath, cc.SnapshotInterval, cc.SnapshotIgnoreCorrupt
-	cfg.ReplicaOf, cfg.MasterAuth, cfg.MasterUser, cfg.ReplBacklogSize = cc.ReplicaOf, cc.MasterAuth, cc.MasterUser, cc.ReplBacklogSize
-	return cfg
 }
 
 // NewServer validates cfg and returns a Server, not yet listening, over a core of
@@ -279,7 +224,7 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withCore(c.Config())
+	cfg.Config = c.Config()
 	if cfg.ReplicaOf != "" && cfg.Cluster != nil && cfg.Cluster.Static() {
 		return nil, errors.New("resp: ReplicaOf and a static Cluster (-cluster-nodes) do not go together: its nodes have no replicas; run -cluster-enabled nodes")
 	}
@@ -300,7 +245,8 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 		start:   c.StartTime(),
 		clients: make(map[*client]struct{}),
 	}
-	if cfg.Policy != nil {
+	s.policy = cfg.Engine
+	if s.policy == nil && cfg.Policy != nil {
 		s.policy = policy.NewEngine(c.Store(), cfg.Policy)
 	}
 	if cfg.Cluster != nil && !cfg.Cluster.Static() {
@@ -325,8 +271,8 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Policy is the engine deciding by Config.Policy on the core's store, nil without
-// one: the gRPC and HTTP fronts decide through it too, and policy.Watch reloads it.
+// Policy is the engine RL.POLICY decides by: Config.Engine, or the one built of
+// Config.Policy; nil without either.
 func (s *Server) Policy() *policy.Engine { return s.policy }
 
 // check validates the RESP front's own fields of cfg.
@@ -373,7 +319,7 @@ func (s *Server) serve(ln net.Listener, slot *net.Listener, rc *redcon.Server) e
 	}
 	s.core.Start()
 	s.warnIfExposed(ln.Addr())
-	err := rc.Serve(&limitListener{Listener: ln, s: s})
+	err := rc.Serve(&connListener{Listener: ln, s: s})
 	s.Close()
 	s.stopPubSub()
 	s.conns.Wait()
@@ -451,13 +397,13 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	if la := rc.NetConn().LocalAddr(); la != nil {
 		c.laddr = la.String()
 	}
-	if lc, ok := rc.NetConn().(*limitConn); ok {
+	if lc, ok := rc.NetConn().(*boundedConn); ok {
 		lc.client = c
 	}
 	rc.SetContext(c)
 	s.conns.Add(1)
 	s.clients[c] = struct{}{}
-	s.connections.Add(1) // connected was counted by limitListener.Accept
+	s.connections.Add(1) // connected was counted by connListener.Accept
 	return true
 }
 

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/core"
 )
 
 // TestConfigSet: every CONFIG SET parameter changes what CONFIG GET and INFO show,
 // and bad input answers Redis's errors and changes nothing, all pairs included.
 func TestConfigSet(t *testing.T) {
 	level := new(slog.LevelVar)
-	ts := startServer(t, Config{LogLevel: level})
+	ts := startServer(t, Config{Config: core.Config{LogLevel: level}})
 	rdb := ts.client(t, 2)
 	all := "CONFIG GET maxclients maxmemory maxmemory-policy requirepass timeout loglevel snapshot-interval slowlog-log-slower-than slowlog-max-len"
 	before := "[maxmemory 0 maxmemory-policy noeviction timeout 0 requirepass  maxclients 10000 loglevel info " +
@@ -81,7 +82,7 @@ func TestConfigSet(t *testing.T) {
 
 // TestConfigSetTakesEffect: the new values act on the running server.
 func TestConfigSetTakesEffect(t *testing.T) {
-	ts := startServer(t, Config{Shards: 1})
+	ts := startServer(t, Config{Config: core.Config{Shards: 1}})
 	admin := ts.client(t, 2)
 	ctx := context.Background()
 	if err := admin.Ping(ctx).Err(); err != nil {

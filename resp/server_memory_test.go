@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -40,7 +41,7 @@ func infoField(t *testing.T, ts *testServer, section, field string) string {
 }
 
 func TestMaxMemoryNoEviction(t *testing.T) {
-	ts := startServer(t, Config{Shards: 1, MaxMemory: 64 << 10, MaxMemoryPolicy: store.PolicyNoEviction})
+	ts := startServer(t, Config{Config: core.Config{Shards: 1, MaxMemory: 64 << 10, MaxMemoryPolicy: store.PolicyNoEviction}})
 	ts.core.SetClock(t0)
 	rdb := ts.client(t, 2)
 	ctx := context.Background()
@@ -75,7 +76,7 @@ func TestMaxMemoryNoEviction(t *testing.T) {
 }
 
 func TestMaxMemoryVolatileTTL(t *testing.T) {
-	ts := startServer(t, Config{Shards: 1, MaxMemory: 64 << 10})
+	ts := startServer(t, Config{Config: core.Config{Shards: 1, MaxMemory: 64 << 10}})
 	rdb := ts.client(t, 3)
 	ctx := context.Background()
 	for n := range 3000 {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/core"
 )
 
 func TestLatencyBuckets(t *testing.T) {
@@ -59,7 +61,7 @@ func scrape(t *testing.T, ts *testServer) string {
 
 // TestMetrics: after known traffic, the scrape shows it.
 func TestMetrics(t *testing.T) {
-	ts := startServer(t, Config{SnapshotPath: filepath.Join(t.TempDir(), "rl.snap"), SnapshotInterval: time.Hour})
+	ts := startServer(t, Config{Config: core.Config{SnapshotPath: filepath.Join(t.TempDir(), "rl.snap"), SnapshotInterval: time.Hour}})
 	ts.metrics.sampleEvery.Store(1) // time every command, so that the counts are known
 	rdb := ts.client(t, 3)
 	for _, cmd := range []string{
@@ -115,7 +117,7 @@ func TestMetrics(t *testing.T) {
 // replica its link; a replica whose primary is gone shows the link down.
 func TestReplicationMetrics(t *testing.T) {
 	primary := startServer(t, Config{})
-	replica := startServer(t, Config{ReplicaOf: primary.addr})
+	replica := startServer(t, Config{Config: core.Config{ReplicaOf: primary.addr}})
 	waitFor(t, "the link", func() bool { return strings.Contains(scrape(t, replica), "\nrlserver_master_link_up 1\n") })
 	if text := scrape(t, replica); !strings.Contains(text, "\nrlserver_master_last_io_seconds ") {
 		t.Errorf("the replica's scrape lacks rlserver_master_last_io_seconds")

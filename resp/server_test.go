@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/core"
 )
 
 func TestNewServerValidates(t *testing.T) {
@@ -19,10 +20,10 @@ func TestNewServerValidates(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{MaxLogLimit: -1}, "core: MaxLogLimit must be 0 (default) or positive, got -1"},
-		{Config{ExpireInterval: -time.Second}, "core: ExpireInterval must be 0 (default) or positive, got -1s"},
-		{Config{Shards: 3}, "store: Shards must be a power of two"},
-		{Config{MaxLogLimit: 1 << 40}, "store: MaxLogLimit must be between 1 and"},
+		{Config{Config: core.Config{MaxLogLimit: -1}}, "core: MaxLogLimit must be 0 (default) or positive, got -1"},
+		{Config{Config: core.Config{ExpireInterval: -time.Second}}, "core: ExpireInterval must be 0 (default) or positive, got -1s"},
+		{Config{Config: core.Config{Shards: 3}}, "store: Shards must be a power of two"},
+		{Config{Config: core.Config{MaxLogLimit: 1 << 40}}, "store: MaxLogLimit must be between 1 and"},
 	} {
 		_, err := NewServer(tc.cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
@@ -151,7 +152,7 @@ func TestCommandDocsAll(t *testing.T) {
 }
 
 func TestConfigGet(t *testing.T) {
-	ts := startServer(t, Config{MaxLogLimit: 500})
+	ts := startServer(t, Config{Config: core.Config{MaxLogLimit: 500}})
 	_, port, _ := net.SplitHostPort(ts.addr)
 	ctx := context.Background()
 	for _, proto := range []int{3, 2} {
@@ -271,7 +272,7 @@ func TestDebugClock(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	s, err := NewServer(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := NewServer(Config{Config: core.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func TestPanicGuard(t *testing.T) {
 // TestClockSetBackDuringSweep: a test that sets the debug clock back must not lose the
 // keys it writes next to an expiry sweep that read the time before the change.
 func TestClockSetBackDuringSweep(t *testing.T) {
-	ts := startServer(t, Config{EnableDebugCommand: true, ExpireInterval: time.Microsecond})
+	ts := startServer(t, Config{EnableDebugCommand: true, Config: core.Config{ExpireInterval: time.Microsecond}})
 	rdb := ts.client(t, 2)
 	ctx := context.Background()
 	for i := range 1000 {

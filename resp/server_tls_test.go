@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/testpki"
 )
 
@@ -62,7 +63,7 @@ func startTLSServer(t *testing.T, cfg Config) (plainAddr, tlsAddr string) {
 func TestTLS(t *testing.T) {
 	certFile, keyFile, ca := serverCert(t)
 	pool := ca.Pool
-	plainAddr, tlsAddr := startTLSServer(t, Config{TLSCertFile: certFile, TLSKeyFile: keyFile, RequirePass: "pw"})
+	plainAddr, tlsAddr := startTLSServer(t, Config{Config: core.Config{TLSCertFile: certFile, TLSKeyFile: keyFile}, RequirePass: "pw"})
 	ctx := context.Background()
 	for _, proto := range []int{3, 2} {
 		secure := redis.NewClient(&redis.Options{Addr: tlsAddr, Protocol: proto, Password: "pw",
@@ -105,7 +106,7 @@ func TestTLSRedisCLI(t *testing.T) {
 		t.Skip("redis-cli is built without TLS")
 	}
 	certFile, keyFile, ca := serverCert(t)
-	_, tlsAddr := startTLSServer(t, Config{TLSCertFile: certFile, TLSKeyFile: keyFile, RequirePass: "pw"})
+	_, tlsAddr := startTLSServer(t, Config{Config: core.Config{TLSCertFile: certFile, TLSKeyFile: keyFile}, RequirePass: "pw"})
 	host, port, _ := net.SplitHostPort(tlsAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -132,10 +133,10 @@ func TestTLSConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{TLSCertFile: certFile}, "TLSCertFile and TLSKeyFile go together"},
-		{Config{TLSKeyFile: keyFile}, "TLSCertFile and TLSKeyFile go together"},
-		{Config{TLSCertFile: filepath.Join(dir, "nosuch.pem"), TLSKeyFile: keyFile}, "nosuch.pem"},
-		{Config{TLSCertFile: keyFile, TLSKeyFile: certFile}, "TLS certificate"},
+		{Config{Config: core.Config{TLSCertFile: certFile}}, "TLSCertFile and TLSKeyFile go together"},
+		{Config{Config: core.Config{TLSKeyFile: keyFile}}, "TLSCertFile and TLSKeyFile go together"},
+		{Config{Config: core.Config{TLSCertFile: filepath.Join(dir, "nosuch.pem"), TLSKeyFile: keyFile}}, "nosuch.pem"},
+		{Config{Config: core.Config{TLSCertFile: keyFile, TLSKeyFile: certFile}}, "TLS certificate"},
 	} {
 		if _, err := NewServer(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewServer(%+v) = %v, want an error with %q", tc.cfg, err, tc.want)

@@ -12,20 +12,20 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rlserver/rlserver/action"
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/gateway"
+	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy"
-	"github.com/rlserver/rlserver/rls"
 )
 
-// gatewayOptions are the flags of the gateway fronts (package rls) and their policy.
+// gatewayOptions are the flags of the gateway fronts (package gateway) and their policy.
 type gatewayOptions struct {
 	limits     string // policy file or directory; empty: no policies
 	rlsAddr    string // Envoy's RLS v3 over gRPC; empty: off
 	httpAddr   string // /json, /healthcheck, /rlconfig; empty: off
 	rlsTLS     bool   // serve both over TLS with -tls-cert and -tls-key
 	headers    bool   // add RateLimit-* headers to each response
-	names      rls.Headers
+	names      gateway.Headers
 	shadowMode bool
 	trusted    string // -trusted-proxies: whose X-Forwarded-For /check believes
 }
@@ -36,9 +36,9 @@ func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
 	fs.StringVar(&g.httpAddr, "http-addr", "", "`host:port` serving envoyproxy/ratelimit's /json, /healthcheck, /rlconfig and the forward-auth /check; empty: off")
 	fs.BoolVar(&g.rlsTLS, "rls-tls", false, "serve -rls-addr and -http-addr over TLS, with -tls-cert and -tls-key")
 	fs.BoolVar(&g.headers, "rls-headers", false, "add RateLimit-Limit, -Remaining and -Reset to every RLS response (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
-	fs.StringVar(&g.names.Limit, "rls-header-limit", "", "`name` of the limit header of -rls-headers; empty: "+rls.DefaultHeaders.Limit)
-	fs.StringVar(&g.names.Remaining, "rls-header-remaining", "", "`name` of the remaining header of -rls-headers; empty: "+rls.DefaultHeaders.Remaining)
-	fs.StringVar(&g.names.Reset, "rls-header-reset", "", "`name` of the reset header of -rls-headers; empty: "+rls.DefaultHeaders.Reset)
+	fs.StringVar(&g.names.Limit, "rls-header-limit", "", "`name` of the limit header of -rls-headers; empty: "+gateway.DefaultHeaders.Limit)
+	fs.StringVar(&g.names.Remaining, "rls-header-remaining", "", "`name` of the remaining header of -rls-headers; empty: "+gateway.DefaultHeaders.Remaining)
+	fs.StringVar(&g.names.Reset, "rls-header-reset", "", "`name` of the reset header of -rls-headers; empty: "+gateway.DefaultHeaders.Reset)
 	fs.StringVar(&g.trusted, "trusted-proxies", "", "`CIDR,...` of the proxies whose X-Forwarded-For and X-Real-IP /check believes for remote_address; empty: loopback (127.0.0.0/8,::1); none: no proxy")
 	fs.BoolVar(&g.shadowMode, "rls-shadow-mode", false, "answer OK overall whatever the limits, still counting (envoyproxy/ratelimit's SHADOW_MODE)")
 }
@@ -129,20 +129,20 @@ func boolText(s string) string {
 
 // startGateway starts the fronts g asks for on c's store, clock and role, deciding
 // with engine (nil: no policy, every domain unknown); nil when g asks for none.
-func startGateway(c *core.Core, engine *policy.Engine, g gatewayOptions, logger *slog.Logger) (*rls.Server, error) {
+func startGateway(c *core.Core, engine *policy.Engine, g gatewayOptions, logger *slog.Logger) (*gateway.Server, error) {
 	if g.rlsAddr == "" && g.httpAddr == "" {
 		return nil, nil
 	}
 	if engine == nil {
 		engine = policy.NewEngine(c.Store(), nil)
 	}
-	cfg := rls.Config{Decider: engine, Now: c.Now, Serving: c.IsPrimary, Logger: logger, ShadowMode: g.shadowMode,
+	cfg := gateway.Config{Decider: engine, Now: c.Now, Serving: c.IsPrimary, Logger: logger, ShadowMode: g.shadowMode,
 		Registerer: c.Registry()}
 	if g.headers {
-		cfg.Headers = rls.Headers{
-			Limit:     cmp.Or(g.names.Limit, rls.DefaultHeaders.Limit),
-			Remaining: cmp.Or(g.names.Remaining, rls.DefaultHeaders.Remaining),
-			Reset:     cmp.Or(g.names.Reset, rls.DefaultHeaders.Reset),
+		cfg.Headers = gateway.Headers{
+			Limit:     cmp.Or(g.names.Limit, gateway.DefaultHeaders.Limit),
+			Remaining: cmp.Or(g.names.Remaining, gateway.DefaultHeaders.Remaining),
+			Reset:     cmp.Or(g.names.Reset, gateway.DefaultHeaders.Reset),
 		}
 	}
 	var err error
@@ -151,7 +151,7 @@ func startGateway(c *core.Core, engine *policy.Engine, g gatewayOptions, logger 
 	case "none":
 		cfg.TrustedProxies = []netip.Prefix{}
 	default:
-		if cfg.TrustedProxies, err = action.ParsePrefixes(g.trusted); err != nil {
+		if cfg.TrustedProxies, err = httpdesc.ParsePrefixes(g.trusted); err != nil {
 			return nil, fmt.Errorf("-trusted-proxies: %w", err)
 		}
 	}
@@ -160,7 +160,7 @@ func startGateway(c *core.Core, engine *policy.Engine, g gatewayOptions, logger 
 			return nil, errors.New("-rls-tls needs -tls-cert and -tls-key")
 		}
 	}
-	front, err := rls.New(cfg)
+	front, err := gateway.New(cfg)
 	if err != nil {
 		return nil, err
 	}

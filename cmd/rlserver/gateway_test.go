@@ -14,8 +14,8 @@ import (
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/gateway"
 	"github.com/rlserver/rlserver/internal/launch"
-	"github.com/rlserver/rlserver/rls"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -52,7 +52,7 @@ func TestRatelimitEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = gatewayOptions{limits: "/srv/rl", rlsAddr: "127.0.0.1:9001", httpAddr: "127.0.0.1:1", headers: true, shadowMode: true,
-		names: rls.Headers{Remaining: "X-RateLimit-Remaining"}}
+		names: gateway.Headers{Remaining: "X-RateLimit-Remaining"}}
 	if o.gw != want || o.metricsAddr != "127.0.0.1:9102" || o.level != slog.LevelDebug {
 		t.Errorf("env under a flag: %+v metrics %q level %v, want %+v", o.gw, o.metricsAddr, o.level, want)
 	}

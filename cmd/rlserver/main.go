@@ -29,6 +29,7 @@ import (
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/conffile"
 	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/watch"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
 )
@@ -298,23 +299,24 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	}
 	// Last, after every front has returned: no command runs after the final snapshot.
 	defer func() { err = errors.Join(err, c.Close()) }()
+	var engine *policy.Engine // RL.POLICY's, which the gateway fronts share
 	if opts.gw.limits != "" {
 		p, err := policy.Load(opts.gw.limits)
 		if err != nil {
 			return err // the file, the descriptor's path and the reason
 		}
-		opts.cfg.Policy = p
+		engine = policy.NewEngine(c.Store(), p)
+		opts.cfg.Engine = engine
 	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
 		return err
 	}
-	engine := srv.Policy() // RL.POLICY's, which the gateway fronts share
 	if engine != nil {
 		engine.LoadResult(nil)
 		c.Registry().MustRegister(engine.Collector())
 		go func() { // a file that does not load keeps the old policy
-			if err := policy.Watch(ctx, opts.gw.limits, engine, logger); err != nil {
+			if err := watch.Watch(ctx, opts.gw.limits, engine, logger); err != nil {
 				logger.Error("policy not watched: changes need a restart", "path", opts.gw.limits, "err", err)
 			}
 		}()

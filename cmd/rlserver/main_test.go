@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -52,33 +53,33 @@ func TestParseFlags(t *testing.T) {
 		ok   bool
 		want options
 	}{
-		{nil, true, options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
-			MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+		{nil, true, options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, SnapshotInterval: time.Second},
+			MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20}}},
 		{[]string{"-addr", ":7000", "-shards", "64", "-max-log-limit", "10", "-enable-debug-command", "-loglevel", "debug"}, true,
-			options{addr: ":7000", level: slog.LevelDebug, cfg: resp.Config{Shards: 64, MaxLogLimit: 10, EnableDebugCommand: true,
-				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+			options{addr: ":7000", level: slog.LevelDebug, cfg: resp.Config{Config: core.Config{Shards: 64, MaxLogLimit: 10, SnapshotInterval: time.Second}, EnableDebugCommand: true,
+				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20}}},
 		{[]string{"-requirepass", "pw", "-tls-addr", ":7001", "-tls-cert", "c.pem", "-tls-key", "k.pem",
 			"-maxclients", "5", "-timeout", "30", "-proto-max-bulk-len", "1024"}, true,
-			options{addr: "127.0.0.1:6380", tlsAddr: ":7001", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
-				RequirePass: "pw", TLSCertFile: "c.pem", TLSKeyFile: "k.pem", MaxClients: 5, IdleTimeout: 30 * time.Second,
-				ProtoMaxBulkLen: 1024, SnapshotInterval: time.Second}}},
+			options{addr: "127.0.0.1:6380", tlsAddr: ":7001", level: slog.LevelInfo, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, TLSCertFile: "c.pem", TLSKeyFile: "k.pem", SnapshotInterval: time.Second},
+				RequirePass: "pw", MaxClients: 5, IdleTimeout: 30 * time.Second,
+				ProtoMaxBulkLen: 1024}}},
 		{[]string{"-snapshot", "/var/lib/rl.snap", "-snapshot-interval", "250ms", "-snapshot-ignore-corrupt",
 			"-metrics-addr", ":9100"}, true,
-			options{addr: "127.0.0.1:6380", metricsAddr: ":9100", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
-				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotPath: "/var/lib/rl.snap",
-				SnapshotInterval: 250 * time.Millisecond, SnapshotIgnoreCorrupt: true}}},
+			options{addr: "127.0.0.1:6380", metricsAddr: ":9100", level: slog.LevelInfo, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, SnapshotPath: "/var/lib/rl.snap", SnapshotInterval: 250 * time.Millisecond, SnapshotIgnoreCorrupt: true},
+				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20,
+			}}},
 		{[]string{"-cluster-nodes", "127.0.0.1:7000,127.0.0.1:7001", "-cluster-self", "1"}, true,
 			options{addr: "127.0.0.1:6380", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 1,
-				level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
-					ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+				level: slog.LevelInfo, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, SnapshotInterval: time.Second}, MaxClients: 10_000,
+					ProtoMaxBulkLen: 512 << 20}}},
 		{[]string{"-masteruser", "repl", "-masterauth", "pw", "-acllog-max-len", "0"}, true,
-			options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
-				ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second, MasterUser: "repl", MasterAuth: "pw", ACLLogMaxLen: -1}}},
+			options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, SnapshotInterval: time.Second, MasterUser: "repl", MasterAuth: "pw"}, MaxClients: 10_000,
+				ProtoMaxBulkLen: 512 << 20, ACLLogMaxLen: -1}}},
 		{[]string{"-acllog-max-len", "-1"}, false, options{}},
 		{[]string{"-replicaof", "10.0.0.1:6380", "-masterauth", "pw", "-repl-backlog-size", "64mb", "-replica-priority", "10"}, true,
-			options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000, MaxClients: 10_000,
-				ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second, ReplicaOf: "10.0.0.1:6380", MasterAuth: "pw",
-				ReplBacklogSize: 64 << 20, ReplicaPriority: 10}}},
+			options{addr: "127.0.0.1:6380", level: slog.LevelInfo, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, SnapshotInterval: time.Second, ReplicaOf: "10.0.0.1:6380", MasterAuth: "pw", ReplBacklogSize: 64 << 20}, MaxClients: 10_000,
+				ProtoMaxBulkLen: 512 << 20,
+				ReplicaPriority: 10}}},
 		{[]string{"-repl-backlog-size", "10"}, false, options{}},
 		{[]string{"-cluster-self", "x"}, false, options{}},
 		{[]string{"-snapshot-interval", "1"}, false, options{}},
@@ -88,10 +89,10 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-nosuch"}, false, options{}},
 		{[]string{"-shards", "2", "extra"}, false, options{}},
 		{[]string{"-v"}, true, options{addr: "127.0.0.1:6380", level: slog.LevelInfo, version: true, cfg: resp.Config{
-			MaxLogLimit: 100_000, MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second}}},
+			Config: core.Config{MaxLogLimit: 100_000, SnapshotInterval: time.Second}, MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20}}},
 		{[]string{"-loglevel", "warning", "-slowlog-log-slower-than", "0", "-slowlog-max-len", "0"}, true,
-			options{addr: "127.0.0.1:6380", level: slog.LevelWarn, cfg: resp.Config{MaxLogLimit: 100_000,
-				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second,
+			options{addr: "127.0.0.1:6380", level: slog.LevelWarn, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, SnapshotInterval: time.Second},
+				MaxClients: 10_000, ProtoMaxBulkLen: 512 << 20,
 				SlowlogLogSlowerThan: time.Nanosecond, SlowlogMaxLen: -1}}},
 	} {
 		var out bytes.Buffer
@@ -122,9 +123,9 @@ func TestConfigFile(t *testing.T) {
 	write("# rlserver\naddr 127.0.0.1:7000\nmaxclients 100\nrequirepass \"p w\"\n" +
 		"enable-debug-command yes\nreplicaof 10.0.0.1 6380\nloglevel notice\nslowlog-log-slower-than 500\n")
 	got, err := parseFlags([]string{path, "-maxclients", "5"}, io.Discard)
-	want := options{addr: "127.0.0.1:7000", level: slog.LevelInfo, cfg: resp.Config{MaxLogLimit: 100_000,
-		MaxClients: 5, RequirePass: "p w", EnableDebugCommand: true, ReplicaOf: "10.0.0.1 6380",
-		ProtoMaxBulkLen: 512 << 20, SnapshotInterval: time.Second, SlowlogLogSlowerThan: 500 * time.Microsecond,
+	want := options{addr: "127.0.0.1:7000", level: slog.LevelInfo, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, ReplicaOf: "10.0.0.1 6380", SnapshotInterval: time.Second},
+		MaxClients: 5, RequirePass: "p w", EnableDebugCommand: true,
+		ProtoMaxBulkLen: 512 << 20, SlowlogLogSlowerThan: 500 * time.Microsecond,
 		ConfigFile: path}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
@@ -160,17 +161,17 @@ func TestConfigFile(t *testing.T) {
 func TestRunRejectsBadConfig(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, o := range []options{
-		{addr: "127.0.0.1:0", cfg: resp.Config{Shards: 3}},
-		{addr: "127.0.0.1:0", cfg: resp.Config{MaxLogLimit: -1}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{Config: core.Config{Shards: 3}}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{Config: core.Config{MaxLogLimit: -1}}},
 		{addr: "not an address", cfg: resp.Config{}},
 		{addr: "127.0.0.1:0", cfg: resp.Config{MaxClients: -1}},
-		{addr: "127.0.0.1:0", cfg: resp.Config{TLSCertFile: "nosuch.pem", TLSKeyFile: "nosuch.key"}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{Config: core.Config{TLSCertFile: "nosuch.pem", TLSKeyFile: "nosuch.key"}}},
 		{addr: "127.0.0.1:0", tlsAddr: "127.0.0.1:0"}, // TLS without a certificate
 		{addr: "127.0.0.1:0", metricsAddr: "not an address"},
-		{addr: "127.0.0.1:0", cfg: resp.Config{SnapshotInterval: -time.Second}},
-		{addr: "127.0.0.1:0", cfg: resp.Config{ReplicaOf: "nohostport"}},
-		{addr: "127.0.0.1:0", cfg: resp.Config{ReplicaOf: "127.0.0.1:0"}},
-		{addr: "127.0.0.1:7000", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", cfg: resp.Config{ReplicaOf: "127.0.0.1:7001"}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{Config: core.Config{SnapshotInterval: -time.Second}}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{Config: core.Config{ReplicaOf: "nohostport"}}},
+		{addr: "127.0.0.1:0", cfg: resp.Config{Config: core.Config{ReplicaOf: "127.0.0.1:0"}}},
+		{addr: "127.0.0.1:7000", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", cfg: resp.Config{Config: core.Config{ReplicaOf: "127.0.0.1:7001"}}},
 		{addr: "127.0.0.1:0", clusterNodes: "127.0.0.1:7000,127.0.0.1:7001", clusterSelf: 2},
 		{addr: "127.0.0.1:0", clusterNodes: "127.0.0.1:7000,127.0.0.1"},
 		{addr: "127.0.0.1:0", clusterSelf: 1},
@@ -186,7 +187,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 func TestServeStops(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, how := range []string{"signal", "SHUTDOWN"} {
-		srv, err := resp.NewServer(resp.Config{Logger: logger})
+		srv, err := resp.NewServer(resp.Config{Config: core.Config{Logger: logger}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,10 +18,10 @@ var names = func() (n [algo.LastKind + 1]string) {
 // Name is kind's command, upper case: "RL.TOKEN", "CL.THROTTLE", "GCRA".
 func Name(kind algo.Kind) string { return names[kind] }
 
-// AllWord is kind's algorithm word in RL.ALL ("TOKEN"), or "" for a kind RL.ALL does
+// RLAllWord is kind's algorithm word in RL.ALL ("TOKEN"), or "" for a kind RL.ALL does
 // not take (CL.THROTTLE, Redis's GCRA).
-func AllWord(kind algo.Kind) string {
-	for _, a := range allKinds {
+func RLAllWord(kind algo.Kind) string {
+	for _, a := range rlAllKinds {
 		if a.kind == kind {
 			return a.word
 		}
@@ -71,7 +71,7 @@ func AppendRequest(dst []any, r algo.Request) []any {
 // but that PEEK in one rule is PEEK in all.
 func AppendRLAll(dst []any, rules []algo.Rule) []any {
 	for _, r := range rules {
-		dst = AppendRequest(append(dst, AllWord(r.Req.Kind), string(r.Key)), r.Req)
+		dst = AppendRequest(append(dst, RLAllWord(r.Req.Kind), string(r.Key)), r.Req)
 	}
 	return dst
 }

@@ -29,9 +29,9 @@ var (
 	errPeriod        = &reply.Error{Text: reply.Period}
 	errQuantity      = &reply.Error{Text: reply.Quantity}
 	errUnknownKind   = &reply.Error{Text: reply.UnknownKind}
-	errAllArity      = &reply.Error{Text: reply.Arity("rl.all")}
-	errAllTooMany    = &reply.Error{Text: reply.AllTooMany}
-	errAllUnknown    = &reply.Error{Text: reply.AllUnknown}
+	errRLAllArity    = &reply.Error{Text: reply.Arity("rl.all")}
+	errRLAllTooMany  = &reply.Error{Text: reply.AllTooMany}
+	errRLAllUnknown  = &reply.Error{Text: reply.AllUnknown}
 	errLeaseMs       = &reply.Error{Text: reply.LeaseMs}
 	errLeaseID       = &reply.Error{Text: reply.LeaseID}
 	errRenewArity    = &reply.Error{Text: reply.Arity("rl.renew")}

@@ -34,7 +34,7 @@ func TestScheduleError(t *testing.T) {
 // the store's).
 func TestBadRequestKnowsEveryRefusal(t *testing.T) {
 	refusals := []error{ErrSyntax, errLimit, errWindow, errRate, errBurst, errQueue, errMaxBurst,
-		errCount, errPeriod, errQuantity, errUnknownKind, errAllArity, errAllTooMany, errAllUnknown,
+		errCount, errPeriod, errQuantity, errUnknownKind, errRLAllArity, errRLAllTooMany, errRLAllUnknown,
 		errLeaseMs, errLeaseID, errRenewArity, errBurstSpan, errQueueSpan, errCostSpan, errMaxBurstSpan,
 		errGCRAArity, errGCRAMaxBurst, errGCRANotInt, errGCRAPositive, errGCRAFloat, errGCRAPeriod,
 		errGCRAMissing, errGCRATokensOvf, errGCRABurstOvf, arityError(algo.KindLeaky), limitError(100_000), costError(5000),

@@ -9,15 +9,15 @@ import (
 // maxShownAlgo is the longest unknown ALGO word echoed in the error.
 const maxShownAlgo = 32
 
-// allKinds maps RL.ALL's ALGO words to kinds; CL.THROTTLE has none.
-var allKinds = [...]struct {
+// rlAllKinds maps RL.ALL's ALGO words to kinds; CL.THROTTLE has none.
+var rlAllKinds = [...]struct {
 	word string
 	kind algo.Kind
 }{{"FIXED", algo.KindFixed}, {"SLIDE", algo.KindSlide}, {"LOG", algo.KindLog}, {"TOKEN", algo.KindToken}, {"GCRA", algo.KindGCRA}, {"LEAKY", algo.KindLeaky}}
 
-// allKind returns the kind an ALGO word names, in any case, or 0.
-func allKind(word []byte) algo.Kind {
-	for _, a := range allKinds {
+// rlAllKind returns the kind an ALGO word names, in any case, or 0.
+func rlAllKind(word []byte) algo.Kind {
+	for _, a := range rlAllKinds {
 		if bytes.EqualFold(word, []byte(a.word)) {
 			return a.kind
 		}
@@ -37,13 +37,13 @@ func allKind(word []byte) algo.Kind {
 // Errors are Redis error replies, whole.
 func ParseRLAll(args [][]byte, maxLogLimit int64) ([]algo.Rule, error) {
 	if len(args) == 0 {
-		return nil, errAllArity
+		return nil, errRLAllArity
 	}
-	kind := allKind(args[0])
+	kind := rlAllKind(args[0])
 	if kind == 0 {
 		w := args[0]
 		if len(w) > maxShownAlgo || bytes.ContainsAny(w, "\r\n") {
-			return nil, errAllUnknown
+			return nil, errRLAllUnknown
 		}
 		return nil, unknownAlgorithmError(w)
 	}
@@ -51,14 +51,14 @@ func ParseRLAll(args [][]byte, maxLogLimit int64) ([]algo.Rule, error) {
 	peek := false
 	for i := 0; i < len(args); {
 		if len(rules) == algo.MaxRules {
-			return nil, errAllTooMany
+			return nil, errRLAllTooMany
 		}
 		if len(args)-i < 4 {
-			return nil, errAllArity
+			return nil, errRLAllArity
 		}
 		key := args[i+1]
 		end := i + 4
-		for end < len(args) && allKind(args[end]) == 0 {
+		for end < len(args) && rlAllKind(args[end]) == 0 {
 			if takesValue(kind, args[end]) {
 				end++ // its value, whatever it spells
 			}
@@ -72,7 +72,7 @@ func ParseRLAll(args [][]byte, maxLogLimit int64) ([]algo.Rule, error) {
 		peek = peek || r.Peek
 		rules = append(rules, algo.Rule{Key: key, Req: r})
 		if i = end; i < len(args) {
-			kind = allKind(args[i])
+			kind = rlAllKind(args[i])
 		}
 	}
 	for i := range rules {

@@ -1,5 +1,5 @@
-// Package action builds a request's rate limit descriptors from HTTP, with the words of
-// Envoy's rate limit actions, and answers the decision in headers (Names.Answer), so
+// Package httpdesc turns an HTTP request into rate limit descriptors, with the words
+// of Envoy's rate limit actions, and answers the decision in headers (Names.Answer), so
 // that a gateway's /check and a Go service's middleware name descriptors, find the
 // client's address (ClientIP) and answer the same way, and share one policy file.
 //
@@ -20,7 +20,10 @@
 // them: the subrequest's method and host, and no path: the descriptor is dropped). Of
 // a service's own request (the middleware), the request itself: a client cannot
 // choose its key by sending those headers.
-package action
+//
+// The name says what goes in and out, an HTTP request and its descriptors; "action"
+// is only Envoy's word for one entry's rule.
+package httpdesc
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package policy
+package watch
 
 import (
 	"bytes"
@@ -7,13 +7,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -22,20 +25,51 @@ func version(n int) string {
 	return fmt.Sprintf("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: %d}\n  - key: b\n    rate_limit: {unit: minute, requests_per_unit: %d}\n", n, n)
 }
 
-// limitOf is the limit in force for descriptor a, -1 if none.
-func limitOf(e *Engine) int64 {
-	r, _ := e.Policy().domains["d"].match([]Entry{{"a", "x"}})
-	if r == nil {
+// limitOf is the limit in force for descriptor a, -1 if none, as the policy's dump
+// (MarshalText) says it.
+func limitOf(e *engine) int64 {
+	text, _ := e.Policy().MarshalText()
+	m := regexp.MustCompile(`(?m)^  d\.a: (\d+) per `).FindSubmatch(text)
+	if m == nil {
 		return -1
 	}
-	return int64(r.requests)
+	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return n
+}
+
+// engine is a policy.Engine whose loads are counted, as its metrics count them.
+type engine struct {
+	*policy.Engine
+	loadsOK, loadErr atomic.Int64
+}
+
+// LoadResult counts the load, then has the engine count it.
+func (e *engine) LoadResult(err error) {
+	if err != nil {
+		e.loadErr.Add(1)
+	} else {
+		e.loadsOK.Add(1)
+	}
+	e.Engine.LoadResult(err)
+}
+
+// t0 is a time, in µs, at the start of a minute.
+const t0 = int64(1_700_000_060) * 1e6
+
+// desc is a descriptor of key, value pairs.
+func desc(kv ...string) policy.Descriptor {
+	var d policy.Descriptor
+	for i := 0; i < len(kv); i += 2 {
+		d.Entries = append(d.Entries, policy.Entry{Key: kv[i], Value: kv[i+1]})
+	}
+	return d
 }
 
 // startWatch loads path into a new engine and watches it, returning once the watch is
 // set up, with the log the watch writes to.
-func startWatch(t *testing.T, path string) (*Engine, *syncBuffer) {
+func startWatch(t *testing.T, path string) (*engine, *syncBuffer) {
 	t.Helper()
-	p, err := Load(path)
+	p, err := policy.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +77,7 @@ func startWatch(t *testing.T, path string) (*Engine, *syncBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := NewEngine(st, p)
+	e := &engine{Engine: policy.NewEngine(st, p)}
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	ready, done := make(chan struct{}), make(chan error, 1)
@@ -203,7 +237,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			req := Request{Domain: "d", Descriptors: []Descriptor{desc("a", fmt.Sprint(g)), desc("b", fmt.Sprint(g))}}
+			req := policy.Request{Domain: "d", Descriptors: []policy.Descriptor{desc("a", fmt.Sprint(g)), desc("b", fmt.Sprint(g))}}
 			now := t0
 			for !stop.Load() {
 				lo := limitOf(e)
@@ -216,7 +250,7 @@ func TestReloadUnderLoad(t *testing.T) {
 					continue
 				}
 				l0, l1 := int64(r.Statuses[0].Limit.RequestsPerUnit), int64(r.Statuses[1].Limit.RequestsPerUnit)
-				if r.Overall != CodeOK || l0 != l1 || l0 < lo || l0 > hi {
+				if r.Overall != policy.CodeOK || l0 != l1 || l0 < lo || l0 > hi {
 					firstErr.CompareAndSwap(nil, fmt.Sprintf("limits %d, %d with %d..%d in force", l0, l1, lo, hi))
 					bad.Add(1)
 				}

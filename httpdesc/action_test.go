@@ -1,4 +1,4 @@
-package action
+package httpdesc
 
 import (
 	"net/http"

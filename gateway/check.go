@@ -1,4 +1,4 @@
-package rls
+package gateway
 
 import (
 	"errors"
@@ -10,14 +10,14 @@ import (
 	"strings"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/rlserver/rlserver/action"
+	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy"
 )
 
 // serveCheck is /check, the forward-auth endpoint of nginx's auth_request, Caddy's
 // forward_auth, Traefik's ForwardAuth, ingress-nginx's auth-url and Envoy's ext_authz:
 // it decides one request of domain= with one descriptor per descriptor= (package
-// action's words) and answers 200 with an empty body, or status= (429 by default)
+// httpdesc's words) and answers 200 with an empty body, or status= (429 by default)
 // with Retry-After; both with RateLimit-* and X-RateLimit-*. A request it refuses to
 // decide is 400 with a one-line reason and spends nothing.
 func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
@@ -54,9 +54,9 @@ func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
 		return policy.Request{Hits: 1}, 0, err
 	}
 	req := policy.Request{Domain: q.domain, Hits: q.hits, Descriptors: make([]policy.Descriptor, 0, len(q.descs))}
-	opts := action.Options{Trusted: s.cfg.TrustedProxies, Subrequest: true, URI: uri}
+	opts := httpdesc.Options{Trusted: s.cfg.TrustedProxies, Subrequest: true, URI: uri}
 	if opts.Trusted == nil {
-		opts.Trusted = action.Loopback
+		opts.Trusted = httpdesc.Loopback
 	}
 	entries := make([]policy.Entry, 0, q.entries)
 	for _, d := range q.descs {
@@ -76,7 +76,7 @@ func (s *Server) checkRequest(r *http.Request) (policy.Request, int, error) {
 // request it describes.
 type checkQuery struct {
 	domain  string
-	descs   []action.Descriptor
+	descs   []httpdesc.Descriptor
 	entries int // the descriptors' actions, all told
 	hits    uint64
 	hitsSet bool
@@ -152,7 +152,7 @@ func parseCheckQuery(raw string) (*checkQuery, error) {
 		return nil, invalid("no descriptor=")
 	}
 	for i, spec := range specs {
-		d, err := action.Parse(spec)
+		d, err := httpdesc.Parse(spec)
 		if err != nil {
 			return nil, invalid("descriptor %d: %v", i, err)
 		}

@@ -1,4 +1,4 @@
-package rls
+package gateway
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/watch"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -56,7 +57,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	e := policy.NewEngine(st, pol)
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
-	go func() { watched <- policy.Watch(ctx, dir, e, slog.New(slog.DiscardHandler)) }()
+	go func() { watched <- watch.Watch(ctx, dir, e, slog.New(slog.DiscardHandler)) }()
 	f := startFront(t, Config{Decider: e})
 	// One context for every call (ctxT's cleanups would pile up by the 100,000), bounding
 	// the whole test.

@@ -1,4 +1,4 @@
-package rls
+package gateway
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package rls
+package gateway
 
 import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"

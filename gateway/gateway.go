@@ -1,10 +1,12 @@
-// Package rls is rlserver's gateway front: Envoy's rate limit service (RLS v3) over
-// gRPC, envoyproxy/ratelimit's HTTP endpoints (/json, /healthcheck, /rlconfig), the
-// forward-auth endpoint /check of nginx, Caddy, Traefik and ext_authz, the
-// gRPC health service following the server's role, and server reflection. It
-// translates between the wire and package policy's Request and Response; the policy
-// engine decides, the store keeps the state.
-package rls
+// Package gateway is rlserver's gateway front: Envoy's rate limit service (RLS v3)
+// over gRPC, envoyproxy/ratelimit's HTTP endpoints (/json, /healthcheck, /rlconfig),
+// the forward-auth endpoint /check of nginx, Caddy, Traefik and ext_authz, the gRPC
+// health service following the server's role, and server reflection. It translates
+// between the wire and package policy's Request and Response; the policy engine
+// decides, the store keeps the state. It is named for the part it plays, the front
+// that API gateways and proxies call, rather than for RLS, one of the protocols it
+// serves.
+package gateway
 
 import (
 	"cmp"
@@ -22,7 +24,7 @@ import (
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rlserver/rlserver/action"
+	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -81,7 +83,7 @@ type Config struct {
 	// Headers adds RateLimit-* headers to each response; zero: none.
 	Headers Headers
 	// TrustedProxies are the proxies whose X-Forwarded-For and X-Real-IP /check
-	// believes for remote_address; nil: loopback (action.Loopback).
+	// believes for remote_address; nil: loopback (httpdesc.Loopback).
 	TrustedProxies []netip.Prefix
 	// ShadowMode answers OK overall whatever the descriptors (envoyproxy/ratelimit's
 	// SHADOW_MODE); statuses still say OVER_LIMIT.
@@ -100,7 +102,7 @@ type Server struct {
 	// prometheus.Counter once counted.
 	counters [len(frontLabels)][len(outcomeLabels)]atomic.Value
 	// checkNames are /check's headers: Config.Headers', or DefaultHeaders, and X-RateLimit-*.
-	checkNames action.Names
+	checkNames httpdesc.Names
 	// queries are /check's queries parsed (checkQuery), cachedQueries of them.
 	queries       sync.Map
 	cachedQueries atomic.Int64
@@ -127,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, stop: make(chan struct{})}
 	names := cmp.Or(cfg.Headers, DefaultHeaders)
-	s.checkNames = action.NewNames(names.Limit, names.Remaining, names.Reset)
+	s.checkNames = httpdesc.NewNames(names.Limit, names.Remaining, names.Reset)
 	s.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rlserver_rls_requests_total",
 		Help: "Decisions asked by front (grpc, http, check) and outcome (ok, over_limit, unknown, invalid, unavailable).",

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Defaults and fixed bounds of the resource limits.
+// Defaults and fixed bounds of the connections and their requests.
 const (
 	// DefaultMaxClients is the connection limit unless Config says otherwise, as Redis's maxclients.
 	DefaultMaxClients = 10_000
@@ -45,9 +45,9 @@ var (
 	errUnauthBulk       = errors.New("ERR Protocol error: unauthenticated bulk length")
 )
 
-// limitListener enforces maxclients at accept and wraps each connection in a
-// limitConn. It sits under redcon, so every listener (plain and TLS) shares it.
-type limitListener struct {
+// connListener enforces maxclients at accept and wraps each connection in a
+// boundedConn. It sits under redcon, so every listener (plain and TLS) shares it.
+type connListener struct {
 	net.Listener
 	s *Server
 }
@@ -59,7 +59,7 @@ type limitListener struct {
 // Accept errors other than a closed listener (EMFILE when out of file descriptors)
 // are retried here after a pause, 5 ms doubling to 1 s as net/http does: redcon
 // v1.6.4 retries them at once, which spins a core until a descriptor frees.
-func (l *limitListener) Accept() (net.Conn, error) {
+func (l *connListener) Accept() (net.Conn, error) {
 	var pause time.Duration
 	for {
 		conn, err := l.Listener.Accept()
@@ -81,7 +81,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			go reject(conn, errMaxClients)
 			continue
 		}
-		return &limitConn{Conn: conn, s: l.s, maxBulk: l.s.cfg.ProtoMaxBulkLen}, nil
+		return &boundedConn{Conn: conn, s: l.s, maxBulk: l.s.cfg.ProtoMaxBulkLen}, nil
 	}
 }
 
@@ -92,7 +92,7 @@ func reject(conn net.Conn, err error) {
 	conn.Close()
 }
 
-// limitConn checks the lengths a request announces before redcon reads them.
+// boundedConn checks the lengths a request announces before redcon reads them.
 //
 // redcon v1.6.4 has no bounds: it keeps reading until a command is complete, so a
 // client announcing "$9999999999" (or never sending a newline) makes it buffer
@@ -102,7 +102,7 @@ func reject(conn net.Conn, err error) {
 // lines and skips bulk payloads by count, so it costs O(1) per argument. It also
 // makes redcon parse as Redis does (conn_scan.go): it blanks the requests Redis skips,
 // and finds the length lines Redis refuses.
-type limitConn struct {
+type boundedConn struct {
 	net.Conn
 	s       *Server
 	maxBulk int64
@@ -126,7 +126,7 @@ type limitConn struct {
 // Read passes on the bytes up to a broken bound; the bad request is then incomplete
 // for redcon, which runs the complete commands before it and reads again. That Read
 // answers the error and fails, and redcon closes the connection, as Redis does.
-func (c *limitConn) Read(p []byte) (int, error) {
+func (c *boundedConn) Read(p []byte) (int, error) {
 	if c.broken != nil {
 		return 0, c.fail()
 	}
@@ -188,7 +188,7 @@ func (c *limitConn) Read(p []byte) (int, error) {
 // fail answers the broken bound. Reads and writes of a connection both run in its
 // redcon goroutine, after redcon flushed its replies, so the line goes out whole
 // and in order.
-func (c *limitConn) fail() error {
+func (c *boundedConn) fail() error {
 	c.Conn.SetWriteDeadline(time.Now().Add(rejectTimeout))
 	c.Conn.Write([]byte("-" + c.broken.Error() + "\r\n"))
 	return c.broken

@@ -1,4 +1,8 @@
-package policy
+// Package watch reloads a policy file into a running engine whenever the file
+// changes: written in place, renamed over, or swapped as a Kubernetes ConfigMap. It
+// is the one part of the policy that needs fsnotify, kept apart so that importing
+// the policy's format (package policy) does not pull a file watcher in.
+package watch
 
 import (
 	"context"
@@ -8,11 +12,20 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/rlserver/rlserver/policy"
 )
 
 // settle is how long Watch waits after a change for more of it: an editor's save or a
 // ConfigMap swap is several events, and one reload should see them all.
 const settle = 50 * time.Millisecond
+
+// Target is what a watch reloads: a policy engine (policy.Engine is one).
+type Target interface {
+	// SetPolicy puts p in force.
+	SetPolicy(p *policy.Policy)
+	// LoadResult counts a load, failed if err is not nil.
+	LoadResult(err error)
+}
 
 // Watch reloads path's policy into e whenever it changes, until ctx ends: a file
 // written in place, renamed over, or a Kubernetes ConfigMap's ..data symlink swapped.
@@ -20,12 +33,12 @@ const settle = 50 * time.Millisecond
 // symlink the directory it points into too. A policy that does not load leaves the one
 // in force, logs the error and counts a load error; one that loads is put in force
 // (SetPolicy) and counted. Watch returns at once with an error if it cannot watch.
-func Watch(ctx context.Context, path string, e *Engine, log *slog.Logger) error {
+func Watch(ctx context.Context, path string, e Target, log *slog.Logger) error {
 	return watch(ctx, path, e, log, nil)
 }
 
 // watch is Watch, closing ready (if not nil) once the directories are watched.
-func watch(ctx context.Context, path string, e *Engine, log *slog.Logger, ready chan<- struct{}) error {
+func watch(ctx context.Context, path string, e Target, log *slog.Logger, ready chan<- struct{}) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -64,14 +77,14 @@ func watch(ctx context.Context, path string, e *Engine, log *slog.Logger, ready 
 			for _, dir := range watchDirs(path) {
 				_ = w.Add(dir) // already watched: no-op; gone: the load below says so
 			}
-			p, err := Load(path)
+			p, err := policy.Load(path)
 			e.LoadResult(err)
 			if err != nil {
 				log.Error("policy not reloaded, the one in force stays", "path", path, "err", err)
 				continue
 			}
 			e.SetPolicy(p)
-			log.Info("policy reloaded", "path", path, "domains", len(p.names))
+			log.Info("policy reloaded", "path", path, "domains", len(p.Domains()))
 		}
 	}
 }

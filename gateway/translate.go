@@ -1,4 +1,4 @@
-package rls
+package gateway
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/rlserver/rlserver/action"
+	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -96,7 +96,7 @@ func toResponse(r policy.Response, h Headers, shadow bool) *pb.RateLimitResponse
 // or the last one refused, the limit, the remaining and the seconds until reset;
 // none when no descriptor has a rule.
 func headers(r policy.Response, h Headers) []*corev3.HeaderValue {
-	pick := action.Shown(r.Statuses)
+	pick := httpdesc.Shown(r.Statuses)
 	if pick < 0 {
 		return nil
 	}

@@ -166,7 +166,7 @@ func TestRequestScan(t *testing.T) {
 			first, second := []byte(tc.in[:split]), []byte(tc.in[split:])
 			n, err := r.feed(first, 100000, !tc.unauth)
 			if err == nil && n < len(first) {
-				// The start of a count line that may be skipped: limitConn carries it.
+				// The start of a count line that may be skipped: boundedConn carries it.
 				second = append(first[n:len(first):len(first)], second...)
 			}
 			if err == nil {
