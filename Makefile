@@ -2,6 +2,9 @@
 GO      ?= go
 ADDR    ?= 127.0.0.1:6380
 BIN     := bin/rlserver
+# rlbench is a module of its own (cmd/rlbench/go.mod) and runs in its directory: the
+# paths it is given are absolute.
+RLBENCH := $(GO) run -C cmd/rlbench .
 
 .PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication bench-reshard soak experiments scale docs release image image-rootfs clean
 
@@ -11,14 +14,19 @@ build:
 run: build
 	./$(BIN) -addr $(ADDR)
 
-# go vet, then every test under the race detector (the compat suite needs redis-server
-# on PATH, the clients/ suite python3-redis and `npm ci --prefix clients/testdata`;
-# deploy/'s image test podman or docker; .ci/run installs them and sets
-# RLSERVER_REQUIRE_REDIS=1 and RLSERVER_REQUIRE_PODMAN=1 so that nothing skips), then
-# the store's and client's tests on the heap fallback, then the cross-compile matrix.
+# The modules: the root, which applications import (client/, middleware/), and the
+# benchmark harness and deploy/'s tests, each with a go.mod of its own so that their
+# dependencies (gonum/plot, progressbar, the Kubernetes API) stay out of the root's.
+MODULES := . cmd/rlbench deploy
+
+# go vet, then every test under the race detector, in every module (the compat suite
+# needs redis-server on PATH, the clients/ suite python3-redis and `npm ci --prefix
+# clients/testdata`; deploy/'s image test podman or docker; .ci/run installs them and
+# sets RLSERVER_REQUIRE_REDIS=1 and RLSERVER_REQUIRE_PODMAN=1 so that nothing skips),
+# then the store's and client's tests on the heap fallback, then the cross-compile matrix.
 test:
-	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	@for m in $(MODULES); do echo "vet $$m"; $(GO) vet -C $$m ./... || exit 1; done
+	@for m in $(MODULES); do $(GO) test -C $$m -race -count=1 -timeout 30m ./... || exit 1; done
 	$(MAKE) test-heap cross
 
 # The store, the client and offheap with every array on the Go heap (internal/offheap's
@@ -27,7 +35,7 @@ test-heap:
 	$(GO) vet -tags rlserver_heap ./internal/offheap/ ./store/ ./client/
 	$(GO) test -race -count=1 -tags rlserver_heap ./internal/offheap/ ./store/ ./client/
 
-# Every package, command and test builds and vets on each platform (go vet compiles the
+# Every package, command and test of every module builds and vets on each platform (go vet compiles the
 # tests too): the client and middleware are imported by applications on macOS and Windows.
 CROSS_OS    := linux darwin windows freebsd
 CROSS_ARCHS := amd64 arm64
@@ -35,8 +43,10 @@ CROSS_ARCHS := amd64 arm64
 cross:
 	@for os in $(CROSS_OS); do for arch in $(CROSS_ARCHS); do \
 		echo "cross $$os/$$arch"; \
-		GOOS=$$os GOARCH=$$arch $(GO) build ./... || exit 1; \
-		GOOS=$$os GOARCH=$$arch $(GO) vet ./... || exit 1; \
+		for m in $(MODULES); do \
+			GOOS=$$os GOARCH=$$arch $(GO) build -C $$m ./... || exit 1; \
+			GOOS=$$os GOARCH=$$arch $(GO) vet -C $$m ./... || exit 1; \
+		done; \
 	done; done
 
 # Engine benchmarks: bytes per key, ns/op per algorithm, GC pause.
@@ -51,34 +61,34 @@ bench-server: build
 # process on loopback: 256 goroutines calling Allow on random keys, then 256 HTTP clients
 # through the middleware. The last line is the headline (README, "Go client").
 bench-client: build
-	$(GO) run ./cmd/rlbench client -rlserver-bin $(BIN)
+	$(RLBENCH) client -rlserver-bin $(CURDIR)/$(BIN)
 
 # Envoy's rate limit service: ShouldRateLimit/s of one descriptor over 100,000 users at 32
 # streams, rlserver -rls-addr against envoyproxy/ratelimit + redis-server (go install
 # github.com/envoyproxy/ratelimit/src/service_cmd@... first; .ci/run does), started here,
 # the servers on CPU 0 and the load on CPU 1 (taskset); then RSS per active descriptor value.
 bench-rls: build
-	$(GO) run ./cmd/rlbench rls -rlserver-bin $(BIN)
+	$(RLBENCH) rls -rlserver-bin $(CURDIR)/$(BIN)
 
 # At the edge: a static file through nginx (1 worker) alone, with auth_request to
 # rlserver's /check (upstream keepalive), and with limit_req; nginx and rlserver on CPU 0,
 # the load generator on CPU 1 (taskset). Headline: the p50 auth_request adds, its share of
 # nginx alone's req/s.
 bench-edge: build
-	$(GO) run ./cmd/rlbench edge -rlserver-bin $(BIN)
+	$(RLBENCH) edge -rlserver-bin $(CURDIR)/$(BIN)
 
 # Replication on loopback: redis-benchmark's RL.TOKEN -P 16 on a primary with 2 replicas
 # against one with none (same run), the replicas' lag under that load, and the failover
 # time after kill -9 with three Sentinels (redis-server --sentinel); see docs/ha.md.
 bench-replication:
-	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReplication$$' -benchtime 1x -v .
+	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReplication$$' -benchtime 1x -v ./test/ha/
 
 # A reshard of a quarter of the slots of a node of 1M RL.FIXED keys to an empty one with
 # redis-cli --cluster reshard while 8 ClusterClient goroutines call: keys moved per second,
 # and the calls' p99 during the move against before it; then the same on two Redis Cluster
 # nodes in the same run (docs/scaling.md).
 bench-reshard:
-	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReshard$$' -benchtime 1x -v .
+	RLSERVER_REQUIRE_REDIS=1 $(GO) test -run '^$$' -bench '^BenchmarkReshard$$' -benchtime 1x -v ./test/cluster/
 
 # The full soak: the built binary on loopback, 2,000 connections, a million mixed
 # commands with garbage and half-sent requests, bounded to ~2 minutes (make test runs
@@ -89,13 +99,13 @@ soak:
 # The lesson's lab, rlserver and Redis + Lua side by side, on servers rlbench starts;
 # tables on stdout, JSON, PNG charts and summary.md in results/.
 experiments:
-	$(GO) run ./cmd/rlbench -start -out results all
+	$(RLBENCH) -start -out $(CURDIR)/results all
 
 # Aggregate throughput of 1 vs 3 rlserver nodes (cluster mode) and of 1 redis-server vs a
 # 3-master Redis Cluster running the scripts, all started on loopback by rlbench, in turn:
 # a table on stdout, results/scale.json and results/scale.png (docs/scaling.md).
 scale: build
-	$(GO) run ./cmd/rlbench -rlserver-bin $(BIN) -out results scale
+	$(RLBENCH) -rlserver-bin $(CURDIR)/$(BIN) -out $(CURDIR)/results scale
 
 # Regenerate docs/commands.md from the command table.
 docs:

@@ -27,7 +27,7 @@ import (
 // scripts cannot take the test's clock through the client, which never sends one:
 // TestLuaMatchesAlgo holds them to algo on the wire, and client's TestBackendsAgree
 // holds all three backends to the same Results. On the real clock, all three pass
-// clientScenarios, which rediscluster_test.go runs on a Redis Cluster and on three
+// clientScenarios, which compat_cluster_test.go runs on a Redis Cluster and on three
 // rlserver nodes in cluster mode too.
 func TestClientBackends(t *testing.T) {
 	r, s := needRedis(t), needServer(t)

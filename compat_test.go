@@ -79,7 +79,8 @@ func runSuite(m *testing.M) int {
 	if suite.redis, suite.redisErr = startRedis(dir); suite.redis != nil {
 		defer suite.redis.stop()
 	}
-	if suite.serverBin, suite.serverErr = launch.BuildRLServer(context.Background(), dir); suite.serverErr == nil {
+	defer launch.RemoveBuilt()
+	if suite.serverBin, suite.serverErr = launch.Built(); suite.serverErr == nil {
 		if suite.server, suite.serverErr = startServer(dir, suite.serverBin); suite.server != nil {
 			defer suite.server.stop()
 		}

@@ -54,7 +54,7 @@ type Batch struct {
 
 // DefaultLanes is Batch.Lanes when 0. One lane sends the fewest, largest pipelines:
 // with many goroutines on few cores it gives more decisions per second than several
-// lanes, and a lower p99 (`go run ./cmd/rlbench client -lanes 1,2,4,8` compares them);
+// lanes, and a lower p99 (`go run -C cmd/rlbench . client -lanes 1,2,4,8` compares them);
 // the app's goroutines keep filling the next pipeline while one is out. More lanes pay where the round trip is long or a
 // server has cores to spare for several connections.
 const DefaultLanes = 1

@@ -33,7 +33,7 @@ const scriptWait = 2 * time.Minute
 
 // suite is what TestMain prepared, shared by the tests.
 var suite struct {
-	dir       string // logs and the binary
+	dir       string // the servers' logs
 	serverBin string // rlserver built from ./cmd/rlserver
 	buildErr  error
 }
@@ -50,9 +50,8 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	suite.dir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	suite.serverBin, suite.buildErr = launch.BuildRLServer(ctx, dir)
-	cancel()
+	defer launch.RemoveBuilt()
+	suite.serverBin, suite.buildErr = launch.Built()
 	return m.Run()
 }
 

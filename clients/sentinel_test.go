@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // sentinelPass is the servers' -requirepass and -masterauth, the Sentinels'
@@ -54,7 +55,7 @@ func TestSentinelFailover(t *testing.T) {
 	for range 2 {
 		_, rdb := start("-replicaof", primary.Addr)
 		replicas = append(replicas, rdb)
-		waitUntil(t, 10*time.Second, "a replica's link", func() bool { return infoField(rdb, "master_link_status") == "up" })
+		poll.Until(t, 10*time.Second, "a replica's link", func() bool { return infoField(rdb, "master_link_status") == "up" })
 	}
 	host, port, _ := net.SplitHostPort(primary.Addr)
 	var sentinels []string
@@ -72,7 +73,7 @@ func TestSentinelFailover(t *testing.T) {
 	for _, a := range sentinels {
 		s := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
 		defer s.Close()
-		waitUntil(t, 30*time.Second, a+" seeing 2 replicas and 2 Sentinels", func() bool {
+		poll.Until(t, 30*time.Second, a+" seeing 2 replicas and 2 Sentinels", func() bool {
 			m, err := s.Do(ctx, "SENTINEL", "MASTER", "mymaster").Result()
 			f := fields(m)
 			return err == nil && f["num-slaves"] == "2" && f["num-other-sentinels"] == "2" && !strings.Contains(f["flags"], "down")
@@ -92,7 +93,7 @@ func TestSentinelFailover(t *testing.T) {
 		}
 	}
 	for _, r := range replicas {
-		waitUntil(t, 5*time.Second, "the drained keys on a replica", func() bool {
+		poll.Until(t, 5*time.Second, "the drained keys on a replica", func() bool {
 			return r.Exists(ctx, "pys:drained", "ios:drained", "nrs:drained").Val() == 3
 		})
 	}
@@ -105,16 +106,6 @@ func TestSentinelFailover(t *testing.T) {
 		s.finish()
 	}
 	t.Logf("the three clients wrote on the new primary within %v of the kill", time.Since(killed).Round(time.Millisecond))
-}
-
-// waitUntil polls cond every 20 ms until it holds, or fails t after within.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, within)
-		}
-	}
 }
 
 // infoField is one field of the server's INFO, "" if absent.

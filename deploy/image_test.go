@@ -20,6 +20,7 @@ import (
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,7 +89,7 @@ func checkImage(got imageInspect, want image, version string) []error {
 		"org.opencontainers.image.version":  version,
 		"org.opencontainers.image.title":    "rlserver",
 		"org.opencontainers.image.source":   "https://github.com/rlserver/rlserver",
-		"org.opencontainers.image.licenses": "NOASSERTION", // the repository has no LICENSE file
+		"org.opencontainers.image.licenses": "Apache-2.0", // LICENSE
 	} {
 		if got.Config.Labels[k] != v {
 			errs = append(errs, fmt.Errorf("label %s=%q, want %q", k, got.Config.Labels[k], v))
@@ -118,7 +119,7 @@ func TestCheckImage(t *testing.T) {
 		}
 		im.Config.Volumes = map[string]struct{}{want.volume: {}}
 		im.Config.Labels = map[string]string{"org.opencontainers.image.version": "v1", "org.opencontainers.image.title": "rlserver",
-			"org.opencontainers.image.source": "https://github.com/rlserver/rlserver", "org.opencontainers.image.licenses": "NOASSERTION"}
+			"org.opencontainers.image.source": "https://github.com/rlserver/rlserver", "org.opencontainers.image.licenses": "Apache-2.0"}
 		return im
 	}
 	if errs := checkImage(good(), want, "v1"); len(errs) > 0 {
@@ -239,14 +240,14 @@ func TestImage(t *testing.T) {
 		startBinary(t, bin, args, nil)
 		rdb := redis.NewClient(&redis.Options{Addr: addr["-addr"]})
 		defer rdb.Close()
-		waitUntil(t, "RESP", func() error { return rdb.Ping(context.Background()).Err() })
+		poll.UntilOK(t, 20*time.Second, "RESP", func() error { return rdb.Ping(context.Background()).Err() })
 		reply, err := rdb.Do(context.Background(), "RL.TOKEN", "user:1", 10, 1000).Slice()
 		if err != nil || len(reply) < 2 || reply[0] != int64(1) || reply[1] != int64(10) {
 			t.Errorf("RL.TOKEN user:1 10 1000: %v %v, want allowed of 10", reply, err)
 		}
-		waitUntil(t, "gRPC", dialer(addr["-rls-addr"]))
+		poll.UntilOK(t, 20*time.Second, "gRPC", dialer(addr["-rls-addr"]))
 		askRLS(t, addr["-rls-addr"])
-		waitUntil(t, "metrics", dialer(addr["-metrics-addr"]))
+		poll.UntilOK(t, 20*time.Second, "metrics", dialer(addr["-metrics-addr"]))
 		res, err := http.Get("http://" + addr["-metrics-addr"] + "/metrics")
 		if err != nil || res.StatusCode != http.StatusOK {
 			t.Errorf("/metrics: %v %v", res, err)
@@ -285,7 +286,7 @@ func TestImage(t *testing.T) {
 		_, hp, _ := net.SplitHostPort(httpAddr)
 		env = append(env, "GRPC_PORT="+gp, "PORT="+hp)
 		startBinary(t, filepath.Join(root, c.Command[0]), append(slices.Clone(c.Args), "-addr", "127.0.0.1:"+freePort(t)), env)
-		waitUntil(t, "/healthcheck", func() error {
+		poll.UntilOK(t, 20*time.Second, "/healthcheck", func() error {
 			res, err := http.Get("http://" + httpAddr + "/healthcheck")
 			if err != nil {
 				return err
@@ -296,7 +297,7 @@ func TestImage(t *testing.T) {
 			}
 			return nil
 		})
-		waitUntil(t, "gRPC", dialer(grpcAddr))
+		poll.UntilOK(t, 20*time.Second, "gRPC", dialer(grpcAddr))
 		askRLS(t, grpcAddr)
 	})
 }
@@ -368,22 +369,6 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// waitUntil polls ready until it succeeds, failing t after 20 s (a loaded machine).
-func waitUntil(t *testing.T, what string, ready func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := ready()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 20 s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // dialer is a readiness check: addr accepts a TCP connection.

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 	corev1 "k8s.io/api/core/v1"
@@ -98,7 +100,7 @@ func TestSentinelInitScripts(t *testing.T) {
 	t.Cleanup(s.Kill)
 	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
 	defer sc.Close()
-	waitUntil(t, "Sentinel", func() error {
+	poll.UntilOK(t, 20*time.Second, "Sentinel", func() error {
 		_, err := sc.GetMasterAddrByName(context.Background(), "rl").Result()
 		return err
 	})

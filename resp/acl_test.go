@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // tenantRules is the tenant: its own keys, the limiter's commands only.
@@ -181,7 +183,7 @@ func TestACLUsers(t *testing.T) {
 	}
 	run(t, admin, []call{{"ACL DELUSER alice nobody", "1"}})
 	r.expectClosed()
-	waitFor(t, "alice's connections closed", func() bool { return !strings.Contains(do(admin, "CLIENT LIST"), "user=alice") })
+	poll.Until(t, 10*time.Second, "alice's connections closed", func() bool { return !strings.Contains(do(admin, "CLIENT LIST"), "user=alice") })
 	// requirepass is the default user's password.
 	run(t, admin, []call{{"CONFIG SET requirepass other", "OK"}})
 	if ts.acl.Authenticate("default", "other") == nil || ts.acl.Authenticate("default", "secret") != nil {

@@ -12,18 +12,9 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/resp"
 )
-
-// waitFor polls cond every 10 ms for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 10 s", what)
-		}
-	}
-}
 
 // TestClusterReplicaInProcess makes one in-process node the replica of another
 // (CLUSTER REPLICATE): it holds the master's keys, answers MOVED to it with or
@@ -43,8 +34,8 @@ func TestClusterReplicaInProcess(t *testing.T) {
 	if err := b.Do(ctx, "CLUSTER", "REPLICATE", aID).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the replica's sync", func() bool { return b.DBSize(ctx).Val() == 1 })
-	waitFor(t, "the master's table showing its replica", func() bool {
+	poll.Until(t, 10*time.Second, "the replica's sync", func() bool { return b.DBSize(ctx).Val() == 1 })
+	poll.Until(t, 10*time.Second, "the master's table showing its replica", func() bool {
 		return strings.Contains(a.ClusterNodes(ctx).Val(), bID+" "+b.Options().Addr+"@0 slave "+aID+" ")
 	})
 	if !strings.Contains(b.ClusterNodes(ctx).Val(), "myself,slave "+aID) {
@@ -68,7 +59,7 @@ func TestClusterReplicaInProcess(t *testing.T) {
 	if v, err := b.Do(ctx, "RL.FIXED", "k", 5, 600000).Slice(); err != nil || v[0] != int64(0) {
 		t.Fatalf("the promoted replica on the drained key: %v %v", v, err)
 	}
-	waitFor(t, "the old master following its promoted replica", func() bool {
+	poll.Until(t, 10*time.Second, "the old master following its promoted replica", func() bool {
 		return strings.Contains(a.ClusterNodes(ctx).Val(), "myself,slave "+bID) && a.Do(ctx, "ROLE").Val().([]any)[0] == "slave"
 	})
 	toB := "MOVED " + strconv.Itoa(int(cluster.Slot([]byte("k")))) + " " + b.Options().Addr

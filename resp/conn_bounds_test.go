@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // TestMaxClients: beyond maxclients a new connection gets Redis's error and is
@@ -28,7 +30,7 @@ func TestMaxClients(t *testing.T) {
 	b.expect("+OK\r\n")
 	b.expectClosed()
 	// The slot returns when the server has unregistered b.
-	waitFor(t, "the closed connection to be unregistered", func() bool { return ts.connected.Load() == 1 })
+	poll.Until(t, 10*time.Second, "the closed connection to be unregistered", func() bool { return ts.connected.Load() == 1 })
 	d := ts.raw(t)
 	d.send("PING\r\n")
 	d.expect("+PONG\r\n")

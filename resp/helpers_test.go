@@ -205,19 +205,6 @@ func isReset(err error) bool {
 	return strings.Contains(err.Error(), "connection reset")
 }
 
-// waitFor polls cond until it holds, for effects of the server's own goroutines
-// (the expiry ticker); the deadline only stops a hung test.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // respCommand encodes a command as a RESP array of bulk strings, as a client sends it.
 func respCommand(args ...string) []byte {
 	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")

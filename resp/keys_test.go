@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 func TestKeyCommands(t *testing.T) {
@@ -161,7 +163,7 @@ func TestExpiryWithoutTraffic(t *testing.T) {
 		{"EXISTS a", "0"},
 		{"PTTL a", "-2"},
 	})
-	waitFor(t, "the ticker to expire the key", func() bool {
+	poll.Until(t, 10*time.Second, "the ticker to expire the key", func() bool {
 		return ts.store.Stats().Keys == 0
 	})
 	if got := do(rdb, "INFO stats"); !strings.Contains(got, "expired_keys:1\r\n") {

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -96,7 +99,7 @@ func TestLeaseLifecycle(t *testing.T) {
 		{"EXISTS jobs", "1"},
 		{"DEBUG CLOCK ADVANCE 1000", "OK"},
 	})
-	waitFor(t, "the ticker to expire the last lease", func() bool { return ts.store.Stats().Keys == 0 })
+	poll.Until(t, 10*time.Second, "the ticker to expire the last lease", func() bool { return ts.store.Stats().Keys == 0 })
 	run(t, rdb, []call{
 		{"EXISTS jobs", "0"},
 		{"DBSIZE", "0"},

@@ -3,8 +3,10 @@ package resp
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // TestRefund: REFUND on every RL.* command and CL.THROTTLE gives back what was spent,
@@ -63,13 +65,13 @@ func TestRefundReplicated(t *testing.T) {
 	if got := do(pc, "RL.FIXED k 10 86400000 COST 8"); !strings.HasPrefix(got, "[1 10 2 0 ") {
 		t.Fatalf("RL.FIXED ... COST 8 = %s", got)
 	}
-	waitFor(t, "the spend on the replica", func() bool {
+	poll.Until(t, 10*time.Second, "the spend on the replica", func() bool {
 		return strings.HasPrefix(do(rc, "RL.FIXED k 10 86400000 COST 0 PEEK"), "[1 10 2 ")
 	})
 	if got := do(pc, "RL.FIXED k 10 86400000 REFUND 5"); !strings.HasPrefix(got, "[1 10 7 0 ") {
 		t.Fatalf("RL.FIXED ... REFUND 5 = %s", got)
 	}
-	waitFor(t, "the refund on the replica", func() bool {
+	poll.Until(t, 10*time.Second, "the refund on the replica", func() bool {
 		return strings.HasPrefix(do(rc, "RL.FIXED k 10 86400000 COST 0 PEEK"), "[1 10 7 ")
 	})
 	run(t, rc, []call{{"RL.FIXED k 10 86400000 REFUND 1", errReadOnly}})

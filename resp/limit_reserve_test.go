@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // TestReserve: RESERVE n on every limiter command and RL.ALL rule admits a call only
@@ -67,9 +70,9 @@ func TestReserve(t *testing.T) {
 // snapshot.
 func TestReserveReplicatedAndSnapshotted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.snap")
-	cfg := Config{SnapshotPath: path, SnapshotInterval: time.Hour} // only the final save
+	cfg := Config{Config: core.Config{SnapshotPath: path, SnapshotInterval: time.Hour}} // only the final save
 	p, stop := savingServer(t, cfg)
-	r := startServer(t, Config{ReplicaOf: p.addr})
+	r := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
 	pc, rc := p.client(t, 3), r.client(t, 3)
 	waitLinkUp(t, rc)
 	keys := []string{"fx", "sl", "lg", "tk", "gc", "lk", "ls", "a1", "a2"}
@@ -108,7 +111,7 @@ func TestReserveReplicatedAndSnapshotted(t *testing.T) {
 		}
 		return true
 	}
-	waitFor(t, "the replica's states", func() bool { return same(dump(r)) })
+	poll.Until(t, 10*time.Second, "the replica's states", func() bool { return same(dump(r)) })
 	if err := stop(); err != nil {
 		t.Fatalf("stopping the primary: %v", err)
 	}

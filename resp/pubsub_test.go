@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // TestPubSub: SUBSCRIBE and PSUBSCRIBE through go-redis in RESP2 and RESP3, PUBLISH
@@ -47,7 +49,7 @@ func TestPubSub(t *testing.T) {
 		if got := do(rdb, "CLIENT KILL TYPE pubsub"); got != "2" {
 			t.Errorf("RESP%d CLIENT KILL TYPE pubsub = %s, want 2", proto, got)
 		}
-		waitFor(t, "the subscribers to go", func() bool { return do(rdb, "PUBLISH __sentinel__:hello x") == "0" })
+		poll.Until(t, 10*time.Second, "the subscribers to go", func() bool { return do(rdb, "PUBLISH __sentinel__:hello x") == "0" })
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // persistenceField returns one field of INFO persistence.
@@ -165,7 +166,7 @@ func TestSnapshotLoop(t *testing.T) {
 	ts := startServer(t, Config{Config: core.Config{SnapshotPath: path, SnapshotInterval: 5 * time.Millisecond}})
 	rdb := ts.client(t, 3)
 	do(rdb, "RL.FIXED k 10 60000")
-	waitFor(t, "a background save", func() bool { return persistenceField(t, rdb, "rdb_saves") != "0" })
+	poll.Until(t, 10*time.Second, "a background save", func() bool { return persistenceField(t, rdb, "rdb_saves") != "0" })
 	if got := persistenceField(t, rdb, "rdb_changes_since_last_save"); got != "0" {
 		t.Errorf("rdb_changes_since_last_save = %s after the save, want 0", got)
 	}

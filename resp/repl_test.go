@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -39,7 +40,7 @@ func replInfo(t testing.TB, rdb *redis.Client, field string) string {
 // waitLinkUp waits until the replica says its link is up.
 func waitLinkUp(t *testing.T, rdb *redis.Client) {
 	t.Helper()
-	waitFor(t, "master_link_status:up", func() bool { return replInfo(t, rdb, "master_link_status") == "up" })
+	poll.Until(t, 10*time.Second, "master_link_status:up", func() bool { return replInfo(t, rdb, "master_link_status") == "up" })
 }
 
 // lockedBuffer is a log destination tests read while servers write.
@@ -81,7 +82,7 @@ func TestReplication(t *testing.T) {
 		}
 		for _, rc := range []*redis.Client{c1, c2} {
 			begin := time.Now()
-			waitFor(t, key+" on a replica", func() bool {
+			poll.Until(t, 10*time.Second, key+" on a replica", func() bool {
 				return strings.HasPrefix(format(rc.Do(ctx, "RL.TOKEN", key, 10, 60000, "PEEK").Result()), "[1 10 5 0 ")
 			})
 			t.Logf("%s on a replica after %v", key, time.Since(begin))
@@ -96,7 +97,7 @@ func TestReplication(t *testing.T) {
 		}
 	}
 	for _, rc := range []*redis.Client{c1, c2} {
-		waitFor(t, "the writes on a replica", func() bool {
+		poll.Until(t, 10*time.Second, "the writes on a replica", func() bool {
 			return do(rc, "EXISTS f l a1 a2 lease token:0 token:1 token:2") == "6"
 		})
 		run(t, rc, []call{
@@ -154,7 +155,7 @@ func TestReplication(t *testing.T) {
 	do(pc, "FLUSHALL")
 	do(pc, "RL.FIXED after 5 86400000")
 	for _, rc := range []*redis.Client{c1, c2} {
-		waitFor(t, "the flush on a replica", func() bool { return do(rc, "DBSIZE") == "1" })
+		poll.Until(t, 10*time.Second, "the flush on a replica", func() bool { return do(rc, "DBSIZE") == "1" })
 	}
 
 	// Promotion: r1 becomes a primary, r2 follows it.
@@ -166,7 +167,7 @@ func TestReplication(t *testing.T) {
 		t.Errorf("promoted role = %s", got)
 	}
 	run(t, c2, []call{{"REPLICAOF " + strings.Replace(r1.addr, ":", " ", 1), "OK"}})
-	waitFor(t, "r2 following r1", func() bool { return do(c2, "EXISTS promoted after") == "2" })
+	poll.Until(t, 10*time.Second, "r2 following r1", func() bool { return do(c2, "EXISTS promoted after") == "2" })
 	// r2 had applied no more of p's stream than r1: it continues from r1's copy of it.
 	if got := replInfo(t, c1, "sync_partial_ok"); got != "1" {
 		t.Errorf("r1's sync_partial_ok after r2 followed it = %s, want 1 (full: %s)", got, replInfo(t, c1, "sync_full"))
@@ -178,8 +179,8 @@ func TestReplication(t *testing.T) {
 		t.Errorf("REPLICAOF again = %s", got)
 	}
 	do(c1, "RL.TOKEN more 5 1000")
-	waitFor(t, "r1's new write on r2", func() bool { return do(c2, "EXISTS more") == "1" })
-	waitFor(t, "the old primary to lose its replicas", func() bool { return replInfo(t, pc, "connected_slaves") == "0" })
+	poll.Until(t, 10*time.Second, "r1's new write on r2", func() bool { return do(c2, "EXISTS more") == "1" })
+	poll.Until(t, 10*time.Second, "the old primary to lose its replicas", func() bool { return replInfo(t, pc, "connected_slaves") == "0" })
 }
 
 // proxy forwards loopback connections to a server until cut, which closes them
@@ -253,10 +254,10 @@ func TestReplicaResync(t *testing.T) {
 	pc, rc := p.client(t, 3), r.client(t, 3)
 	waitLinkUp(t, rc)
 	do(pc, "RL.FIXED before 5 86400000")
-	waitFor(t, "before", func() bool { return do(rc, "EXISTS before") == "1" })
+	poll.Until(t, 10*time.Second, "before", func() bool { return do(rc, "EXISTS before") == "1" })
 
 	px.cut()
-	waitFor(t, "link down", func() bool { return replInfo(t, rc, "master_link_status") == "down" })
+	poll.Until(t, 10*time.Second, "link down", func() bool { return replInfo(t, rc, "master_link_status") == "down" })
 	for i := range 50 {
 		do(pc, fmt.Sprintf("RL.TOKEN during:%d 5 60000", i))
 	}
@@ -269,14 +270,14 @@ func TestReplicaResync(t *testing.T) {
 	}
 	px.restore()
 	waitLinkUp(t, rc)
-	waitFor(t, "the writes made while cut off", func() bool { return do(rc, "DBSIZE") == "51" })
+	poll.Until(t, 10*time.Second, "the writes made while cut off", func() bool { return do(rc, "DBSIZE") == "51" })
 	if got := replInfo(t, pc, "sync_partial_ok"); got != "1" {
 		t.Errorf("sync_partial_ok = %s, want 1 (full syncs: %s)", got, replInfo(t, pc, "sync_full"))
 	}
 
 	// More than the backlog's 16 KiB while cut off: a full sync.
 	px.cut()
-	waitFor(t, "link down", func() bool { return replInfo(t, rc, "master_link_status") == "down" })
+	poll.Until(t, 10*time.Second, "link down", func() bool { return replInfo(t, rc, "master_link_status") == "down" })
 	pipe := pc.Pipeline()
 	for i := range 2000 {
 		pipe.Do(ctx, "RL.TOKEN", fmt.Sprintf("big:%d", i), 5, 60000)
@@ -285,7 +286,7 @@ func TestReplicaResync(t *testing.T) {
 		t.Fatal(err)
 	}
 	px.restore()
-	waitFor(t, "the full sync", func() bool { return do(rc, "DBSIZE") == "2051" })
+	poll.Until(t, 10*time.Second, "the full sync", func() bool { return do(rc, "DBSIZE") == "2051" })
 	if got := replInfo(t, pc, "sync_full"); got != "2" {
 		t.Errorf("sync_full = %s, want 2", got)
 	}
@@ -298,8 +299,8 @@ func TestReplicaResync(t *testing.T) {
 		t.Errorf("CLIENT KILL TYPE master = %s", got)
 	}
 	do(pc, "RL.FIXED killed 5 86400000")
-	waitFor(t, "the write after the kill", func() bool { return do(rc, "EXISTS killed") == "1" })
-	waitFor(t, "a second partial resync", func() bool { return replInfo(t, pc, "sync_partial_ok") == "2" })
+	poll.Until(t, 10*time.Second, "the write after the kill", func() bool { return do(rc, "EXISTS killed") == "1" })
+	poll.Until(t, 10*time.Second, "a second partial resync", func() bool { return replInfo(t, pc, "sync_partial_ok") == "2" })
 }
 
 // TestReplicaEqualsPrimaryRandom: 40k random writes (1M in the process test, ha_test.go) of every algorithm, pipelined
@@ -353,7 +354,7 @@ func TestReplicaEqualsPrimaryRandom(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, "the replica to catch up", func() bool {
+	poll.Until(t, 10*time.Second, "the replica to catch up", func() bool {
 		return replInfo(t, rc, "slave_repl_offset") == replInfo(t, pc, "master_repl_offset")
 	})
 	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
@@ -491,19 +492,19 @@ func TestReplicaFaults(t *testing.T) {
 			if got := do(rc, "REPLICAOF "+strings.Replace(tc.target(r.addr), ":", " ", 1)); got != "OK" {
 				t.Fatalf("REPLICAOF = %s", got)
 			}
-			waitFor(t, "the error in the log", func() bool { return strings.Contains(logs.String(), tc.logs) })
+			poll.Until(t, 10*time.Second, "the error in the log", func() bool { return strings.Contains(logs.String(), tc.logs) })
 			if got := replInfo(t, rc, "master_link_status"); got != "down" {
 				t.Errorf("master_link_status = %s", got)
 			}
 			// Between two LOADING moments of a link that retries: the keys and PING.
-			waitFor(t, "DBSIZE "+tc.keys, func() bool { return do(rc, "DBSIZE") == tc.keys })
-			waitFor(t, "PONG", func() bool { return do(rc, "PING") == "PONG" })
+			poll.Until(t, 10*time.Second, "DBSIZE "+tc.keys, func() bool { return do(rc, "DBSIZE") == tc.keys })
+			poll.Until(t, 10*time.Second, "PONG", func() bool { return do(rc, "PING") == "PONG" })
 			if got := do(rc, "RL.FIXED x 5 86400000"); got != errReadOnly && got != errLoading {
 				t.Errorf("a write = %s", got)
 			}
 			// A link that retries loads again and again for a moment (LOADING), as Redis
 			// refuses REPLICAOF then.
-			waitFor(t, "REPLICAOF NO ONE", func() bool { return do(rc, "REPLICAOF NO ONE") == "OK" })
+			poll.Until(t, 10*time.Second, "REPLICAOF NO ONE", func() bool { return do(rc, "REPLICAOF NO ONE") == "OK" })
 			if got := do(rc, "RL.FIXED x 5 86400000 COST 5"); !strings.HasPrefix(got, "[1 5 0 0 ") {
 				t.Errorf("a write after REPLICAOF NO ONE = %s", got)
 			}
@@ -522,7 +523,7 @@ func TestReplicaAuth(t *testing.T) {
 	var logs lockedBuffer
 	bad := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr, MasterAuth: "wrong", Logger: logTo(&logs)}})
 	waitLinkUp(t, good.client(t, 3))
-	waitFor(t, "the refusal", func() bool { return strings.Contains(logs.String(), "AUTH with -masteruser/-masterauth refused") })
+	poll.Until(t, 10*time.Second, "the refusal", func() bool { return strings.Contains(logs.String(), "AUTH with -masteruser/-masterauth refused") })
 	if got := replInfo(t, bad.client(t, 3), "master_link_status"); got != "down" {
 		t.Errorf("master_link_status with a wrong password = %s", got)
 	}
@@ -542,8 +543,8 @@ func TestReplicaACLUser(t *testing.T) {
 	if got := do(admin, "RL.FIXED k 5 60000"); !strings.HasPrefix(got, "[1 5 4 0 ") {
 		t.Fatalf("RL.FIXED as admin: %s", got)
 	}
-	waitFor(t, "k on the replica", func() bool { return do(good.client(t, 3), "EXISTS k") == "1" })
-	waitFor(t, "the refusal", func() bool {
+	poll.Until(t, 10*time.Second, "k on the replica", func() bool { return do(good.client(t, 3), "EXISTS k") == "1" })
+	poll.Until(t, 10*time.Second, "the refusal", func() bool {
 		return strings.Contains(logs.String(), "AUTH with -masteruser/-masterauth refused by the primary: -WRONGPASS")
 	})
 	if got := replInfo(t, bad.client(t, 3), "master_link_status"); got != "down" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 func TestLatencyBuckets(t *testing.T) {
@@ -118,17 +119,17 @@ func TestMetrics(t *testing.T) {
 func TestReplicationMetrics(t *testing.T) {
 	primary := startServer(t, Config{})
 	replica := startServer(t, Config{Config: core.Config{ReplicaOf: primary.addr}})
-	waitFor(t, "the link", func() bool { return strings.Contains(scrape(t, replica), "\nrlserver_master_link_up 1\n") })
+	poll.Until(t, 10*time.Second, "the link", func() bool { return strings.Contains(scrape(t, replica), "\nrlserver_master_link_up 1\n") })
 	if text := scrape(t, replica); !strings.Contains(text, "\nrlserver_master_last_io_seconds ") {
 		t.Errorf("the replica's scrape lacks rlserver_master_last_io_seconds")
 	}
-	waitFor(t, "the replica on the primary", func() bool {
+	poll.Until(t, 10*time.Second, "the replica on the primary", func() bool {
 		text := scrape(t, primary)
 		return strings.Contains(text, "\nrlserver_connected_replicas 1\n") &&
 			strings.Contains(text, "\nrlserver_replica_lag_bytes{replica=\"127.0.0.1:")
 	})
 	primary.Close()
-	waitFor(t, "the link down", func() bool { return strings.Contains(scrape(t, replica), "\nrlserver_master_link_up 0\n") })
+	poll.Until(t, 10*time.Second, "the link down", func() bool { return strings.Contains(scrape(t, replica), "\nrlserver_master_link_up 0\n") })
 }
 
 // TestMetricsWithoutSnapshot: the snapshot gauges are left out when snapshots are off.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // TestMonitor: a MONITOR connection receives every other command in Redis's format,
@@ -44,7 +46,7 @@ func TestMonitor(t *testing.T) {
 		t.Errorf("feed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	mon.conn.Close()
-	waitFor(t, "the watcher to go", func() bool { return ts.mon.n.Load() == 0 })
+	poll.Until(t, 10*time.Second, "the watcher to go", func() bool { return ts.mon.n.Load() == 0 })
 	run(t, rdb, []call{{"PING", "PONG"}})
 }
 
@@ -73,6 +75,6 @@ func watch(t *testing.T, ts *testServer) *rawConn {
 	mon := ts.raw(t)
 	mon.send("MONITOR\r\n")
 	mon.expect("+OK\r\n")
-	waitFor(t, "the watcher", func() bool { return ts.mon.n.Load() == 1 })
+	poll.Until(t, 10*time.Second, "the watcher", func() bool { return ts.mon.n.Load() == 1 })
 	return mon
 }

@@ -28,7 +28,7 @@ done
 
 tmp=$(mktemp -d)
 # rlbench prints each command's reference script (lua.Named), as package lua builds it.
-go build -o "$tmp/rlbench" ./cmd/rlbench || { rm -rf "$tmp"; exit 1; }
+go build -C cmd/rlbench -o "$tmp/rlbench" . || { rm -rf "$tmp"; exit 1; }
 cleanup() {
   redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
   kill "$rl_pid" 2>/dev/null || true

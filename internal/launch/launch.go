@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -393,6 +394,34 @@ func BuildRLServer(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build cmd/rlserver: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// built is what Built built: the binary, its directory and the build's error.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// Built returns the rlserver binary built from cmd/rlserver (BuildRLServer) into a
+// temporary directory on the first call only: every test of a test binary, and
+// every server they start, shares one build, which costs seconds of linking under
+// -race. RemoveBuilt removes it.
+func Built() (string, error) {
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "rlserver-bin-"); built.err == nil {
+			built.bin, built.err = BuildRLServer(context.Background(), built.dir)
+		}
+	})
+	return built.bin, built.err
+}
+
+// RemoveBuilt removes what Built built, if anything; call it once no server runs the
+// binary (a TestMain, after m.Run).
+func RemoveBuilt() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 }
 
 // RLServer starts the rlserver binary bin on a free loopback port with args after

@@ -1,6 +1,7 @@
 // Package testenv starts what the tests of several packages run against: an
-// rlserver in-process, a real redis-server or Redis Cluster (through package launch,
-// the module's one launcher), and loopback addresses that refuse or never answer.
+// rlserver in-process, the rlserver binary (built once per test binary) as a
+// cluster, a real redis-server or Redis Cluster (through package launch, the
+// module's one launcher), and loopback addresses that refuse or never answer.
 // Each helper undoes its work when its test ends.
 //
 // Tests that need Redis programs skip, saying how to install them, when the programs

@@ -1,4 +1,4 @@
-package rlserver_test
+package cluster_test
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func (n *enabledNode) start() error {
 	if n.password != "" {
 		args = append(args, "-requirepass", n.password)
 	}
-	p, err := startNode(n.addr, append(args, n.extra...)...)
+	p, err := startNode(n.dir, n.addr, append(args, n.extra...)...)
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (h *hammer) finish(t *testing.T, what string, failuresOK bool) {
 // redis-py's RedisCluster calls the keys too, and neither client's calls fail.
 // Then every node restarts, its topology back from nodes.conf.
 func TestReshard(t *testing.T) {
-	needServer(t)
+	needBinaries(t)
 	cli := testenv.RedisTool(t, "redis-cli")
 	nodes := startEnabled(t, 4, "")
 	addrs := []string{nodes[0].addr, nodes[1].addr, nodes[2].addr}
@@ -519,7 +519,7 @@ func expectDrained(t *testing.T, cc *redis.ClusterClient, keys int) {
 // The nodes have a password, as in production: redis-cli sends it (-a) and MIGRATE
 // carries it (AUTH), and the nodes' table exchange uses it.
 func TestReshardFix(t *testing.T) {
-	needServer(t)
+	needBinaries(t)
 	cli := testenv.RedisTool(t, "redis-cli")
 	const password = "s3cret"
 	nodes := startEnabled(t, 4, password)

@@ -1,4 +1,4 @@
-package rlserver_test
+package cluster_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
@@ -118,7 +119,7 @@ func byAddr(nodes []*enabledNode, addr string) *enabledNode {
 // key admits a call. Restarted, the old master answers no call and becomes a
 // replica of the new one. The clocks are frozen mid-window.
 func TestClusterReplicas(t *testing.T) {
-	needServer(t)
+	needBinaries(t)
 	cli := testenv.RedisTool(t, "redis-cli")
 	nodes := startEnabled(t, 7, "")
 	var addrs []string
@@ -176,7 +177,7 @@ func TestClusterReplicas(t *testing.T) {
 			continue
 		}
 		r, m := byAddr(nodes, ln.addr), byAddr(nodes, table[ln.master].addr)
-		waitUntil(t, 10*time.Second, r.addr+" holding its master's keys", func() bool {
+		poll.Until(t, 10*time.Second, r.addr+" holding its master's keys", func() bool {
 			return r.proc.client.DBSize(ctx).Val() == m.proc.client.DBSize(ctx).Val()
 		})
 	}
@@ -198,7 +199,7 @@ func TestClusterReplicas(t *testing.T) {
 		}
 	}
 	// On a loaded machine a Sentinel can miss the new master's first PONG and fail
-	// over once more (seen in ha_test.go, and here 1 run in 10 under -race, 2.2 s
+	// over once more (seen in ../ha/ha_test.go, and here 1 run in 10 under -race, 2.2 s
 	// after the first failover ended): the master that counts is the one all three
 	// Sentinels name and the nodes' tables give the slots to, both unchanged for 2 s.
 	var promoted nodeLine
@@ -227,7 +228,7 @@ func TestClusterReplicas(t *testing.T) {
 	if e := clusterEpoch(t, byAddr(nodes, promoted.addr), "cluster_current_epoch"); promoted.epoch != e || e <= epochBefore {
 		t.Fatalf("the promoted replica's epoch %d, the current epoch %d, before the failover %d", promoted.epoch, e, epochBefore)
 	}
-	waitUntil(t, 30*time.Second, "calls through the ClusterClient", func() bool {
+	poll.Until(t, 30*time.Second, "calls through the ClusterClient", func() bool {
 		return cc.Do(ctx, "RL.FIXED", reshardKey(rand.IntN(keys)), 5, 600000).Err() == nil
 	})
 	cc.ReloadState(ctx)
@@ -254,7 +255,7 @@ func TestClusterReplicas(t *testing.T) {
 	table = waitRoles(t, nodes, "the old master a replica of "+promoted.addr, func(tb map[string]nodeLine) bool {
 		return tb[victim.id].master == promoted.id && tb[victim.id].slots == "" && replicasOf(tb, promoted.id) == 2
 	})
-	waitUntil(t, 20*time.Second, "the old master's link up", func() bool {
+	poll.Until(t, 20*time.Second, "the old master's link up", func() bool {
 		info := old.proc.client.Info(ctx, "replication").Val()
 		return strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") &&
 			strings.Contains(info, "master_port:"+promoted.addr[strings.LastIndex(promoted.addr, ":")+1:])
@@ -393,9 +394,16 @@ func owns(slots string, slot uint16) bool {
 	return false
 }
 
+// sentinel is a Redis Sentinel a test started, with a client on it.
+type sentinel struct {
+	name string
+	proc *launch.Proc
+	rdb  *redis.Client
+}
+
 // startShardSentinels starts three Sentinels watching each master as shardN, N its
 // index, and waits until each sees shard0's replicas and the other Sentinels.
-func startShardSentinels(t *testing.T, masters []nodeLine) []*haNode {
+func startShardSentinels(t *testing.T, masters []nodeLine) []*sentinel {
 	t.Helper()
 	var conf strings.Builder
 	for i, m := range masters {
@@ -403,26 +411,25 @@ func startShardSentinels(t *testing.T, masters []nodeLine) []*haNode {
 		fmt.Fprintf(&conf, "sentinel monitor shard%d %s %s 2\nsentinel down-after-milliseconds shard%d 1000\n"+
 			"sentinel failover-timeout shard%d 10000\n", i, host, port, i, i)
 	}
-	var sentinels []*haNode
+	var sentinels []*sentinel
 	for i := range 3 {
 		p, err := launch.Sentinel(t.TempDir(), conf.String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &haNode{t: t, name: "sentinel" + strconv.Itoa(i), addr: p.Addr, spec: launch.Spec{Log: p.LogPath}}
-		s.up(p)
-		t.Cleanup(s.kill)
+		s := &sentinel{name: "sentinel" + strconv.Itoa(i), proc: p, rdb: redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})}
+		t.Cleanup(func() { s.rdb.Close(); p.Kill() })
 		sentinels = append(sentinels, s)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, s := range sentinels {
-				t.Logf("%s's log, its end:\n%s", s.name, s.logTail())
+				t.Logf("%s's log, its end:\n%s", s.name, s.proc.LogTail(3000))
 			}
 		}
 	})
 	for _, s := range sentinels {
-		waitUntil(t, 30*time.Second, s.name+" seeing shard0's 2 replicas and 2 Sentinels", func() bool {
+		poll.Until(t, 30*time.Second, s.name+" seeing shard0's 2 replicas and 2 Sentinels", func() bool {
 			m, err := s.rdb.Do(context.Background(), "SENTINEL", "MASTER", "shard0").Result()
 			if err != nil {
 				return false
@@ -434,8 +441,24 @@ func startShardSentinels(t *testing.T, masters []nodeLine) []*haNode {
 	return sentinels
 }
 
+// fields reads a reply of field-value pairs (RESP2's array, RESP3's map) as a map.
+func fields(v any) map[string]string {
+	out := map[string]string{}
+	switch v := v.(type) {
+	case []any:
+		for i := 0; i+1 < len(v); i += 2 {
+			out[fmt.Sprint(v[i])] = fmt.Sprint(v[i+1])
+		}
+	case map[any]any:
+		for k, e := range v {
+			out[fmt.Sprint(k)] = fmt.Sprint(e)
+		}
+	}
+	return out
+}
+
 // agreedMaster is the master of name that every Sentinel names, "" if they differ.
-func agreedMaster(sentinels []*haNode, name string) string {
+func agreedMaster(sentinels []*sentinel, name string) string {
 	named := masterName(sentinels[0], name)
 	for _, s := range sentinels[1:] {
 		if masterName(s, name) != named {
@@ -446,7 +469,7 @@ func agreedMaster(sentinels []*haNode, name string) string {
 }
 
 // masterName is what Sentinel s says the master of name is.
-func masterName(s *haNode, name string) string {
+func masterName(s *sentinel, name string) string {
 	a, err := s.rdb.Do(context.Background(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", name).StringSlice()
 	if err != nil || len(a) != 2 {
 		return ""

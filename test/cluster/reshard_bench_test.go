@@ -1,4 +1,4 @@
-package rlserver_test
+package cluster_test
 
 import (
 	"context"
@@ -37,7 +37,7 @@ type reshardSide struct {
 // Cluster nodes with INCR keys of a 10-minute TTL, in the same run: redis-cli's
 // round trips a slot bound both. By hand (make bench-reshard):
 //
-//	go test -run '^$' -bench '^BenchmarkReshard$' -benchtime 1x -v .
+//	go test -run '^$' -bench '^BenchmarkReshard$' -benchtime 1x -v ./test/cluster/
 func BenchmarkReshard(b *testing.B) {
 	needBinaries(b)
 	cli := testenv.RedisTool(b, "redis-cli")

@@ -1,4 +1,4 @@
-package rlserver_test
+package cluster_test
 
 import (
 	"bufio"
@@ -21,9 +21,6 @@ import (
 // run on the node but in different slots is refused at EXEC with CROSSSLOT.
 func TestRLServerClusterMultiMatchesRedis(t *testing.T) {
 	testenv.RedisTool(t, "redis-server")
-	if suite.serverErr != nil {
-		t.Fatal(suite.serverErr)
-	}
 	redisAddrs := testenv.StartRedisCluster(t, 3)
 	_, rlAddrs := startRLCluster(t, 3)
 	moved := regexp.MustCompile(`MOVED \d+ \S+`)

@@ -1,4 +1,4 @@
-package rlserver_test
+package ha_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/testenv"
 )
 
 // haUsers are every node's users in TestSentinelACL (ACLs are not replicated, as
@@ -35,12 +37,12 @@ func startRLACL(t testing.TB, name string, args ...string) *haNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := []string{suite.serverBin, "-addr", addr, "-masteruser", "repl", "-masterauth", "replpass", "-loglevel", "INFO"}
+	argv := []string{testenv.RLServerBin(t), "-addr", addr, "-masteruser", "repl", "-masterauth", "replpass", "-loglevel", "INFO"}
 	for _, u := range haUsers {
 		argv = append(argv, "-user", u)
 	}
 	n := &haNode{t: t, name: name, addr: addr, user: "admin", pass: "adminpass", spec: launch.Spec{Name: name, Addr: addr,
-		Log:  filepath.Join(suite.dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log"),
+		Log:  filepath.Join(t.TempDir(), name+".log"),
 		Argv: append(argv, args...)}}
 	n.start()
 	t.Cleanup(n.kill)
@@ -81,25 +83,25 @@ func TestSentinelACL(t *testing.T) {
 		}
 	}
 	for _, r := range set.replicas {
-		waitUntil(t, 5*time.Second, "drained on "+r.name, func() bool { return r.rdb.Exists(ctx, "drained").Val() == 1 })
+		poll.Until(t, 5*time.Second, "drained on "+r.name, func() bool { return r.rdb.Exists(ctx, "drained").Val() == 1 })
 	}
 
 	set.primary.kill()
 	settled := settledPrimary(t, set)
-	waitUntil(t, 30*time.Second, "the key drained through the FailoverClient after the failover", func() bool {
+	poll.Until(t, 30*time.Second, "the key drained through the FailoverClient after the failover", func() bool {
 		r, err := cl.Allow(ctx, "drained", limit)
 		return err == nil && !r.Allowed
 	})
 	port := func(n *haNode) string { return n.addr[strings.LastIndex(n.addr, ":")+1:] }
 	for _, r := range set.replicas {
 		if r != settled {
-			waitUntil(t, 20*time.Second, r.name+" following "+settled.name, func() bool {
+			poll.Until(t, 20*time.Second, r.name+" following "+settled.name, func() bool {
 				return r.info("master_port") == port(settled) && r.info("master_link_status") == "up"
 			})
 		}
 	}
 	set.primary.start()
-	waitUntil(t, 40*time.Second, "the old primary turned replica", func() bool {
+	poll.Until(t, 40*time.Second, "the old primary turned replica", func() bool {
 		return set.primary.info("role") == "slave" && set.primary.info("master_link_status") == "up" &&
 			set.primary.info("master_port") == port(settled)
 	})

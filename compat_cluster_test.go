@@ -30,8 +30,8 @@ func TestRedisClusterBackend(t *testing.T) {
 // nodes in cluster mode, through a go-redis ClusterClient: clusterChecks, as on a
 // Redis Cluster.
 func TestRLServerClusterClient(t *testing.T) {
-	needServer(t) // the suite's rlserver binary, which the nodes run
-	_, addrs := startRLCluster(t, 3)
+	testenv.RedisTool(t, "redis-server")
+	addrs := testenv.StartRLCluster(t, 3, "-enable-debug-command", "-loglevel", "WARN")
 	c, err := client.New(clusterClient(t, addrs), clientOptions)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package rlserver_test
+package ha_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
@@ -24,7 +25,7 @@ import (
 // Sentinels (quorum 2, down-after 1000 ms), until a Sentinel names a replica that says
 // role:master, with the lag at the kill in bytes of effects. By hand:
 //
-//	go test -run '^$' -bench '^BenchmarkReplication$' -benchtime 1x -v .
+//	go test -run '^$' -bench '^BenchmarkReplication$' -benchtime 1x -v ./test/ha/
 func BenchmarkReplication(b *testing.B) {
 	needBinaries(b)
 	bench := testenv.RedisTool(b, "redis-benchmark")
@@ -80,7 +81,7 @@ func BenchmarkReplication(b *testing.B) {
 		}
 		cancel()
 		load.Wait()
-		failover := waitUntil(b, 30*time.Second, "failover", func() bool {
+		failover := poll.Until(b, 30*time.Second, "failover", func() bool {
 			addr := masterAddr(ha.sentinels[0])
 			for _, r := range ha.replicas {
 				if r.addr == addr && r.info("role") == "master" {

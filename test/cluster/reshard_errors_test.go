@@ -1,4 +1,4 @@
-package rlserver_test
+package cluster_test
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // of a server that is no cluster node. The errors must be Redis's, word for word,
 // and nothing may change: every node's table and keys are as before.
 func TestClusterBadInputAsRedis(t *testing.T) {
-	needServer(t)
+	needBinaries(t)
 	cli := testenv.RedisTool(t, "redis-cli")
 	redisAddrs := testenv.StartRedisCluster(t, 3)
 	nodes := startEnabled(t, 3, "")

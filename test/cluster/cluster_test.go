@@ -3,7 +3,7 @@
 //
 //	go test -run TestRLServerCluster -v
 
-package rlserver_test
+package cluster_test
 
 import (
 	"bufio"
@@ -20,7 +20,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/cluster"
-	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
@@ -33,11 +32,7 @@ const clusterKeys = 100_000
 // node gets MOVED, keys of several slots get CROSSSLOT (DEL, RL.ALL), RL.ALL with
 // hash-tagged keys works, and redis-cli -c follows a MOVED.
 func TestRLServerCluster(t *testing.T) {
-	testenv.RedisTool(t, "redis-server") // TestMain builds rlserver only when Redis is there
 	cli := testenv.RedisTool(t, "redis-cli")
-	if suite.serverErr != nil {
-		t.Fatal(suite.serverErr)
-	}
 	nodes, addrs := startRLCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -45,7 +40,7 @@ func TestRLServerCluster(t *testing.T) {
 	// holds the whole test.
 	const frozen = 1_767_225_600_000_000 // 2026-01-01T00:00:00Z in µs
 	for _, p := range nodes {
-		if err := p.client.Do(ctx, "DEBUG", "CLOCK", "SET", frozen).Err(); err != nil {
+		if err := p.Do(ctx, "DEBUG", "CLOCK", "SET", frozen).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +89,7 @@ func TestRLServerCluster(t *testing.T) {
 	t.Run("each node holds its slots", func(t *testing.T) {
 		total := 0
 		for i, p := range nodes {
-			iter := p.client.Scan(ctx, 0, "*", 1000).Iterator()
+			iter := p.Scan(ctx, 0, "*", 1000).Iterator()
 			for iter.Next(ctx) {
 				total++
 				if key := iter.Val(); !topos[i].Owns(cluster.Slot([]byte(key))) {
@@ -113,7 +108,7 @@ func TestRLServerCluster(t *testing.T) {
 	t.Run("MOVED", func(t *testing.T) {
 		key := keyOwnedBy(ownerOf, 1, "moved:")
 		slot := cluster.Slot([]byte(key))
-		err := nodes[0].client.Do(ctx, "RL.FIXED", key, 2, 1000).Err()
+		err := nodes[0].Do(ctx, "RL.FIXED", key, 2, 1000).Err()
 		if want := fmt.Sprintf("MOVED %d %s", slot, addrs[1]); err == nil || err.Error() != want {
 			t.Errorf("RL.FIXED %s on node 0: %v, want %s", key, err, want)
 		}
@@ -142,7 +137,7 @@ func TestRLServerCluster(t *testing.T) {
 					t.Fatalf("RL.ALL on %s, call %d: %v %v, want allowed=%d", tag, call+1, v, err, want)
 				}
 			}
-			if n, err := nodes[ownerOf(tag)].client.Exists(ctx, tag+":day", tag+":sec").Result(); err != nil || n != 2 {
+			if n, err := nodes[ownerOf(tag)].Exists(ctx, tag+":day", tag+":sec").Result(); err != nil || n != 2 {
 				t.Errorf("node %d has %d of %s's keys (%v), want 2", ownerOf(tag), n, tag, err)
 			}
 		}
@@ -155,7 +150,7 @@ func TestRLServerCluster(t *testing.T) {
 		if got := strings.Fields(string(out)); err != nil || strings.Join(got, " ") != "1 5 4 0 60000" {
 			t.Fatalf("redis-cli -c -p %s RL.FIXED %s 5 60000: %q %v, want 1 5 4 0 60000", port, key, out, err)
 		}
-		if n, err := nodes[2].client.Exists(ctx, key).Result(); err != nil || n != 1 {
+		if n, err := nodes[2].Exists(ctx, key).Result(); err != nil || n != 1 {
 			t.Errorf("node 2 has not got %s: EXISTS %d %v", key, n, err)
 		}
 	})
@@ -170,50 +165,18 @@ func keyOwnedBy(ownerOf func(string) int, node int, prefix string) string {
 	}
 }
 
-// startRLCluster starts n rlserver nodes in cluster mode on loopback, the slots
-// split evenly, stops them when t ends, and returns them and their addresses in
-// -cluster-nodes order. The ports are free when picked but may be taken before a
-// node binds one: then the whole cluster starts again, up to three times.
-func startRLCluster(t *testing.T, n int) ([]*process, []string) {
+// startRLCluster starts n rlserver nodes in cluster mode on loopback
+// (testenv.StartRLCluster), with DEBUG CLOCK, and returns a client on each and their
+// addresses in -cluster-nodes order.
+func startRLCluster(t *testing.T, n int) ([]*redis.Client, []string) {
 	t.Helper()
-	var err error
-	for range 3 {
-		var addrs []string
-		if addrs, err = launch.FreeAddrs(n); err != nil {
-			t.Fatal(err)
-		}
-		var nodes []*process
-		for i, addr := range addrs {
-			var p *process
-			if p, err = startNode(addr, "-cluster-nodes", strings.Join(addrs, ","), "-cluster-self", strconv.Itoa(i)); err != nil {
-				break
-			}
-			nodes = append(nodes, p)
-		}
-		if err == nil {
-			t.Cleanup(func() {
-				for _, p := range nodes {
-					p.stop()
-				}
-			})
-			return nodes, addrs
-		}
-		for _, p := range nodes {
-			p.stop()
-		}
+	addrs := testenv.StartRLCluster(t, n, "-enable-debug-command", "-loglevel", "WARN")
+	nodes := make([]*redis.Client, n)
+	for i, addr := range addrs {
+		nodes[i] = newClient(addr)
+		t.Cleanup(func() { nodes[i].Close() })
 	}
-	t.Fatal(err)
-	return nil, nil
-}
-
-// startNode runs the suite's rlserver binary on addr with args and waits until it
-// answers PING.
-func startNode(addr string, args ...string) (*process, error) {
-	p, err := launch.RLServerAt(suite.serverBin, suite.dir, addr, append([]string{"-enable-debug-command", "-loglevel", "WARN"}, args...)...)
-	if err != nil {
-		return nil, err
-	}
-	return newProcess(p, "rlserver"), nil
+	return nodes, addrs
 }
 
 // TestRLServerClusterMatchesRedis sends the cluster commands, and commands that get
@@ -225,9 +188,6 @@ func startNode(addr string, args ...string) (*process, error) {
 // as it does INFO: the shapes count both as strings.
 func TestRLServerClusterMatchesRedis(t *testing.T) {
 	testenv.RedisTool(t, "redis-server")
-	if suite.serverErr != nil {
-		t.Fatal(suite.serverErr)
-	}
 	redisAddrs := testenv.StartRedisCluster(t, 3)
 	_, rlAddrs := startRLCluster(t, 3)
 	// A key of node 1 and one of node 2, on each side (the slot splits differ).

@@ -4,7 +4,7 @@
 //
 //	go test -run 'Replica|Sentinel|Failover' -v
 
-package rlserver_test
+package ha_test
 
 import (
 	"cmp"
@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
@@ -44,13 +45,14 @@ type haNode struct {
 	user, pass string
 }
 
-// needBinaries skips or fails t when redis-server or the built rlserver is missing.
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// needBinaries skips or fails t when redis-server is missing, and fails it when
+// rlserver does not build.
 func needBinaries(t testing.TB) {
 	t.Helper()
 	testenv.RedisTool(t, "redis-server")
-	if suite.serverErr != nil {
-		t.Fatal(suite.serverErr)
-	}
+	testenv.RLServerBin(t)
 }
 
 // startRL starts an rlserver with -requirepass and -masterauth on a free port.
@@ -61,8 +63,8 @@ func startRL(t testing.TB, name string, args ...string) *haNode {
 		t.Fatal(err)
 	}
 	n := &haNode{t: t, name: name, addr: addr, spec: launch.Spec{Name: name, Addr: addr, Password: haPass,
-		Log:  filepath.Join(suite.dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log"),
-		Argv: append([]string{suite.serverBin, "-addr", addr, "-requirepass", haPass, "-masterauth", haPass, "-enable-debug-command", "-loglevel", "INFO"}, args...)}}
+		Log:  filepath.Join(t.TempDir(), name+".log"),
+		Argv: append([]string{testenv.RLServerBin(t), "-addr", addr, "-requirepass", haPass, "-masterauth", haPass, "-enable-debug-command", "-loglevel", "INFO"}, args...)}}
 	n.start()
 	t.Cleanup(n.kill)
 	return n
@@ -113,19 +115,6 @@ func (n *haNode) info(field string) string {
 	return ""
 }
 
-// waitUntil polls cond every 10 ms until it holds or within passes.
-func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	begin := time.Now()
-	for !cond() {
-		if time.Since(begin) > within {
-			t.Fatalf("no %s within %v", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(begin)
-}
-
 // haSet is a primary, its replicas and, if asked, three Sentinels watching them.
 type haSet struct {
 	primary   *haNode
@@ -156,7 +145,7 @@ func startHAWith(t testing.TB, sentinels bool, auth haAuth) *haSet {
 		set.replicas = append(set.replicas, r)
 	}
 	for _, r := range set.replicas {
-		waitUntil(t, 10*time.Second, r.name+" link up", func() bool { return r.info("master_link_status") == "up" })
+		poll.Until(t, 10*time.Second, r.name+" link up", func() bool { return r.info("master_link_status") == "up" })
 	}
 	if !sentinels {
 		return set
@@ -183,7 +172,7 @@ func startHAWith(t testing.TB, sentinels bool, auth haAuth) *haSet {
 		}
 	})
 	for _, s := range set.sentinels {
-		waitUntil(t, 30*time.Second, s.name+" seeing 2 replicas and 2 Sentinels", func() bool {
+		poll.Until(t, 30*time.Second, s.name+" seeing 2 replicas and 2 Sentinels", func() bool {
 			m, err := s.rdb.Do(context.Background(), "SENTINEL", "MASTER", "mymaster").Result()
 			if err != nil {
 				return false
@@ -217,7 +206,7 @@ func settledPrimary(t testing.TB, set *haSet) *haNode {
 	t.Helper()
 	var named *haNode
 	var since time.Time
-	waitUntil(t, 30*time.Second, "the Sentinels agreeing on a primary", func() bool {
+	poll.Until(t, 30*time.Second, "the Sentinels agreeing on a primary", func() bool {
 		var now *haNode
 		for _, r := range set.replicas {
 			if r.addr == masterAddr(set.sentinels[0]) && r.info("role") == "master" {
@@ -358,7 +347,7 @@ func TestReplicaOneMillionWrites(t *testing.T) {
 	t.Logf("%d writes in %v", writes, time.Since(begin))
 	equal := func(r *haNode) {
 		t.Helper()
-		waitUntil(t, 30*time.Second, r.name+" caught up", func() bool {
+		poll.Until(t, 30*time.Second, r.name+" caught up", func() bool {
 			return r.info("slave_repl_offset") == set.primary.info("master_repl_offset")
 		})
 		now := strconv.FormatInt(time.Now().UnixMicro(), 10)
@@ -405,7 +394,7 @@ func TestReplicaOneMillionWrites(t *testing.T) {
 	r.kill()
 	set.primary.rdb.Do(ctx, "RL.FIXED", "k0", 50, 600000)
 	r.start()
-	waitUntil(t, 10*time.Second, "the restarted replica's link", func() bool { return r.info("master_link_status") == "up" })
+	poll.Until(t, 10*time.Second, "the restarted replica's link", func() bool { return r.info("master_link_status") == "up" })
 	equal(r)
 
 	// REPLICAOF a plain Redis: refused, logged, the replica keeps its keys and reads.
@@ -419,7 +408,7 @@ func TestReplicaOneMillionWrites(t *testing.T) {
 	if err := r.rdb.Do(ctx, "REPLICAOF", rh, rp).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the plain-Redis error in the log", func() bool {
+	poll.Until(t, 10*time.Second, "the plain-Redis error in the log", func() bool {
 		return strings.Contains(r.logTail(), "is not an rlserver")
 	})
 	if got := r.info("master_link_status"); got != "down" {
@@ -465,7 +454,7 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("drained: %+v, %v", r, err)
 	}
 	for _, r := range set.replicas {
-		waitUntil(t, time.Second, "drained on "+r.name, func() bool { return r.rdb.Exists(ctx, "drained").Val() == 1 })
+		poll.Until(t, time.Second, "drained on "+r.name, func() bool { return r.rdb.Exists(ctx, "drained").Val() == 1 })
 	}
 
 	var allowed [2][keys]atomic.Int32
@@ -518,7 +507,7 @@ func TestSentinelFailover(t *testing.T) {
 	}
 
 	var newPrimary *haNode
-	failover := waitUntil(t, 30*time.Second, "failover", func() bool {
+	failover := poll.Until(t, 30*time.Second, "failover", func() bool {
 		addr := masterAddr(set.sentinels[0])
 		for _, r := range set.replicas {
 			if r.addr == addr && r.info("role") == "master" {
@@ -529,7 +518,7 @@ func TestSentinelFailover(t *testing.T) {
 		return false
 	})
 	var firstWrite time.Duration
-	waitUntil(t, 30*time.Second, "a write through the FailoverClient", func() bool {
+	poll.Until(t, 30*time.Second, "a write through the FailoverClient", func() bool {
 		_, err := cl.Allow(ctx, "after-failover", limits[1])
 		firstWrite = time.Since(killedAt)
 		return err == nil
@@ -550,7 +539,7 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	for _, r := range set.replicas {
 		if r != newPrimary {
-			waitUntil(t, 10*time.Second, r.name+" following "+newPrimary.name, func() bool {
+			poll.Until(t, 10*time.Second, r.name+" following "+newPrimary.name, func() bool {
 				return r.info("master_port") == newPrimary.addr[strings.LastIndex(newPrimary.addr, ":")+1:] &&
 					r.info("master_link_status") == "up"
 			})
@@ -589,7 +578,7 @@ func TestSentinelFailover(t *testing.T) {
 
 	// The old primary, restarted empty on its address, becomes a replica of the new one.
 	set.primary.start()
-	waitUntil(t, 40*time.Second, "the old primary turned replica", func() bool {
+	poll.Until(t, 40*time.Second, "the old primary turned replica", func() bool {
 		return set.primary.info("role") == "slave" && set.primary.info("master_link_status") == "up" &&
 			set.primary.info("master_port") == newPrimary.addr[strings.LastIndex(newPrimary.addr, ":")+1:]
 	})
