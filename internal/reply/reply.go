@@ -16,7 +16,9 @@ import "strings"
 // Error is an error whose text is an error reply, whole and without its '-': the
 // server writes Text as it is. A pointer, so that storing one in an error allocates
 // nothing: parsers pick one of the package-level errors on the hot path.
-type Error struct{ Text string }
+type Error struct {
+	Text string // the reply, e.g. "ERR syntax error"
+}
 
 // Error returns the reply's text.
 func (e *Error) Error() string { return e.Text }
