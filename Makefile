@@ -6,7 +6,7 @@ BIN     := bin/rlserver
 # paths it is given are absolute.
 RLBENCH := $(GO) run -C cmd/rlbench .
 
-.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication bench-reshard soak experiments scale docs release image image-rootfs clean
+.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication bench-reshard bench-persistence soak experiments scale docs release image image-rootfs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -76,6 +76,12 @@ bench-rls: build
 # nginx alone's req/s.
 bench-edge: build
 	$(RLBENCH) edge -rlserver-bin $(CURDIR)/$(BIN)
+
+# The append-only log: RL.TOKEN -P 16 and -P 1 with appendfsync everysec against no
+# persistence, with always against Redis's INCR with appendfsync always on the same disk,
+# and the start-up replay of a log against loading a snapshot (docs/persistence.md).
+bench-persistence: build
+	./scripts/bench-persistence.sh
 
 # Replication on loopback: redis-benchmark's RL.TOKEN -P 16 on a primary with 2 replicas
 # against one with none (same run), the replicas' lag under that load, and the failover

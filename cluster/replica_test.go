@@ -54,6 +54,9 @@ func TestReplicaLines(t *testing.T) {
 	if m, ok := r.Master(); !ok || m.ID != aID {
 		t.Fatalf("Master %v %v", m, ok)
 	}
+	if err := r.Save(); err != nil { // changes reach nodes.conf in the background
+		t.Fatal(err)
+	}
 	again, err := Open(r.path, "127.0.0.1", 7001)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/rlserver/rlserver/store"
@@ -19,8 +20,12 @@ type Tunables struct {
 	MaxMemoryPolicy store.Policy
 	// LogLevel is Config.LogLevel's level; it changes only with a Config.LogLevel.
 	LogLevel slog.Level
-	// SnapshotInterval is how often a changed store is saved, positive.
+	// SnapshotInterval is how often a changed store is saved, positive, without
+	// SaveRules.
 	SnapshotInterval time.Duration
+	// SaveRules, if any, say when the snapshot is saved instead (Redis's save): the
+	// rules are checked every second.
+	SaveRules []SaveRule
 }
 
 // Errors of the core's methods.
@@ -38,7 +43,7 @@ var (
 // initialTunables reads cfg, its defaults applied.
 func initialTunables(cfg Config) *Tunables {
 	t := &Tunables{MaxMemory: cfg.MaxMemory, MaxMemoryPolicy: cfg.MaxMemoryPolicy,
-		SnapshotInterval: cfg.SnapshotInterval}
+		SnapshotInterval: cfg.SnapshotInterval, SaveRules: cfg.SaveRules}
 	if cfg.LogLevel != nil {
 		t.LogLevel = cfg.LogLevel.Level()
 	}
@@ -85,7 +90,7 @@ func (c *Core) UpdateTunables(edit func(*Tunables) error) error {
 	if c.cfg.LogLevel != nil {
 		c.cfg.LogLevel.Set(draft.LogLevel)
 	}
-	if draft.SnapshotInterval != old.SnapshotInterval {
+	if draft.SnapshotInterval != old.SnapshotInterval || !slices.Equal(draft.SaveRules, old.SaveRules) {
 		select {
 		case c.persist.retick <- struct{}{}:
 		default:

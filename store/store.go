@@ -115,6 +115,7 @@ type Store struct {
 	// replace with a sequence.
 	leaseID  func() uint64
 	backlog  atomic.Pointer[Backlog] // replica.go: where a primary's writes go, nil if none
+	journal  atomic.Pointer[Journal] // journal.go: where every write goes for the log on disk, nil if none
 	prefixes prefixes                // prefix.go
 }
 
