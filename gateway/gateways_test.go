@@ -246,18 +246,24 @@ func (b *backend) seen() string {
 // readmeBlock is docs/gateway.md's fenced block after "<!-- tested: name -->".
 func readmeBlock(t *testing.T, name string) string {
 	t.Helper()
-	text, err := os.ReadFile("../docs/gateway.md")
+	return docBlock(t, "../docs/gateway.md", name)
+}
+
+// docBlock is file's fenced block after "<!-- tested: name -->".
+func docBlock(t *testing.T, file, name string) string {
+	t.Helper()
+	text, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(text), "<!-- tested: "+name+" -->\n```")
 	if !ok {
-		t.Fatalf("docs/gateway.md has no block marked <!-- tested: %s -->", name)
+		t.Fatalf("%s has no block marked <!-- tested: %s -->", file, name)
 	}
 	_, rest, _ = strings.Cut(rest, "\n") // the fence's language
 	block, _, ok := strings.Cut(rest, "\n```\n")
 	if !ok {
-		t.Fatalf("docs/gateway.md: the %s block is not closed", name)
+		t.Fatalf("%s: the %s block is not closed", file, name)
 	}
 	return block + "\n"
 }
