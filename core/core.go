@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rlserver/rlserver/aof"
 	"github.com/rlserver/rlserver/replication"
 	"github.com/rlserver/rlserver/store"
 )
@@ -80,9 +82,19 @@ type Config struct {
 	// SnapshotInterval is how often a changed store is saved; 0 means
 	// DefaultSnapshotInterval.
 	SnapshotInterval time.Duration
+	// SaveRules, if any, say when the snapshot is saved instead of SnapshotInterval
+	// (Redis's save <seconds> <changes>).
+	SaveRules []SaveRule
 	// SnapshotIgnoreCorrupt starts empty, with a warning, when the snapshot is corrupt
 	// or of an unknown version, instead of refusing to start.
 	SnapshotIgnoreCorrupt bool
+
+	// AppendOnly turns the append-only log on (appendonly yes): New replays it, when
+	// there is one, instead of loading SnapshotPath, and every write is logged.
+	AppendOnly bool
+	// AOF is the log's settings, kept for CONFIG SET appendonly yes with AppendOnly
+	// false; an empty Dir means aof.DefaultDir.
+	AOF aof.Config
 
 	// ReplicaOf, if set ("host:port"), starts as a replica of that primary; empty: a primary.
 	ReplicaOf string
@@ -120,6 +132,7 @@ type Core struct {
 	tunMu sync.Mutex
 
 	persist persistence // snapshot.go
+	aof     appendOnly  // aof.go
 
 	roleMu sync.Mutex
 	onRole []func(primary bool)
@@ -179,12 +192,30 @@ func New(cfg Config) (*Core, error) {
 	c.persist.retick = make(chan struct{}, 1)
 	if c.repl, err = replication.New(replication.Config{Store: st, Now: c.clock.Now, Logger: cfg.Logger,
 		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser, BacklogSize: cfg.ReplBacklogSize,
-		ListenPort: func() int { return int(c.port.Load()) }, OnRoleChange: c.roleChanged}); err != nil {
+		ListenPort: func() int { return int(c.port.Load()) }, OnRoleChange: c.roleChanged,
+		OnFullSync: c.afterFullSync}); err != nil {
 		return nil, err
 	}
 	c.reg = newRegistry(c)
-	if cfg.SnapshotPath != "" {
+	if c.aof.cfg = cfg.AOF; c.aof.cfg.Dir == "" {
+		c.aof.cfg.Dir = aof.DefaultDir
+	}
+	if c.aof.cfg.Logger == nil {
+		c.aof.cfg.Logger = cfg.Logger
+	}
+	loaded := false
+	if cfg.AppendOnly {
+		if loaded, err = c.loadAOF(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.SnapshotPath != "" && !loaded {
 		if err := c.loadSnapshot(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.AppendOnly {
+		if err := c.openAOF(); err != nil {
 			return nil, err
 		}
 	}
@@ -223,7 +254,7 @@ func (c *Core) Close() error {
 	c.mu.Unlock()
 	c.repl.Stop()
 	c.loops.Wait()
-	return c.finalSave()
+	return errors.Join(c.finalSave(), c.closeAOF())
 }
 
 // expireLoop removes keys whose state became fresh, so that memory returns by

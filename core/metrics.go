@@ -33,6 +33,10 @@ var (
 		"Limiter calls and deletions since the last snapshot; only with -snapshot.", nil, nil)
 	descSnapshotOK = prometheus.NewDesc("rlserver_snapshot_last_ok",
 		"1 if the last snapshot succeeded, 0 if it failed; only with -snapshot.", nil, nil)
+	descAOFWriteOK = prometheus.NewDesc("rlserver_aof_last_write_ok",
+		"1 if the append-only log's last write and sync succeeded, 0 if they failed (writes are refused: MISCONF); only with appendonly yes.", nil, nil)
+	descAOFSize = prometheus.NewDesc("rlserver_aof_size_bytes",
+		"Bytes of the append-only log's files; only with appendonly yes.", nil, nil)
 	descMaxMemory = prometheus.NewDesc("rlserver_maxmemory_bytes",
 		"The bound on rlserver_store_bytes (maxmemory); 0: none.", nil, nil)
 	descReplicas   = prometheus.NewDesc("rlserver_connected_replicas", "Replicas connected to this primary.", nil, nil)
@@ -63,7 +67,7 @@ type collector struct{ c *Core }
 // Describe sends every metric's description.
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRequests, descKeys, descBytes, descExpired, descEvicted,
-		descSnapshotAge, descSnapshotChanges, descSnapshotOK, descMaxMemory, descReplicas, descReplicaLag,
+		descSnapshotAge, descSnapshotChanges, descSnapshotOK, descAOFWriteOK, descAOFSize, descMaxMemory, descReplicas, descReplicaLag,
 		descLinkUp, descLastIO} {
 		ch <- d
 	}
@@ -95,6 +99,15 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 			ok = 0
 		}
 		gauge(descSnapshotOK, ok)
+	}
+	if l := c.AOF(); l != nil {
+		st := l.Status()
+		ok := 1.0
+		if st.WriteErr != nil {
+			ok = 0
+		}
+		gauge(descAOFWriteOK, ok)
+		gauge(descAOFSize, float64(st.CurrentSize))
 	}
 	gauge(descMaxMemory, float64(c.tun.Load().MaxMemory))
 	c.collectReplication(ch)

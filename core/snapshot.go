@@ -159,22 +159,31 @@ func writeSnapshotFile(path string, st *store.Store, now int64) (info store.Snap
 	return info, d.Sync()
 }
 
-// snapshotLoop saves the store every Tunables.SnapshotInterval if anything changed.
+// snapshotLoop saves the store every Tunables.SnapshotInterval if anything changed,
+// or, with Tunables.SaveRules, when a rule is met, checked every second.
 func (c *Core) snapshotLoop() {
 	defer c.loops.Done()
 	if c.cfg.SnapshotPath == "" {
 		return
 	}
-	t := time.NewTicker(c.tun.Load().SnapshotInterval)
+	period := func() time.Duration {
+		if t := c.tun.Load(); len(t.SaveRules) == 0 {
+			return t.SnapshotInterval
+		}
+		return time.Second
+	}
+	t := time.NewTicker(period())
 	defer t.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
-		case <-c.persist.retick: // UpdateTunables changed SnapshotInterval
-			t.Reset(c.tun.Load().SnapshotInterval)
+		case <-c.persist.retick: // UpdateTunables changed SnapshotInterval or SaveRules
+			t.Reset(period())
 		case <-t.C:
-			if c.changesSinceSave() > 0 {
+			changes := c.changesSinceSave()
+			rules := c.tun.Load().SaveRules
+			if len(rules) == 0 && changes > 0 || saveDue(rules, time.Now().Unix(), c.lastSaveTime(), changes) {
 				c.save() // a failure is logged and shown in INFO; the next tick tries again
 			}
 		}
@@ -189,9 +198,6 @@ func (c *Core) finalSave() error {
 	}
 	return c.save()
 }
-
-// ErrNoSnapshot is Save's error when snapshots are off.
-var ErrNoSnapshot = errors.New("core: snapshots are off: no Config.SnapshotPath")
 
 // SnapshotStatus is the snapshot bookkeeping, as INFO persistence and LASTSAVE show it.
 type SnapshotStatus struct {

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/rlserver/rlserver/store"
@@ -19,12 +20,19 @@ type Tunables struct {
 	MaxMemoryPolicy store.Policy
 	// LogLevel is Config.LogLevel's level; it changes only with a Config.LogLevel.
 	LogLevel slog.Level
-	// SnapshotInterval is how often a changed store is saved, positive.
+	// SnapshotInterval is how often a changed store is saved, positive, without
+	// SaveRules.
 	SnapshotInterval time.Duration
+	// SaveRules, if any, say when the snapshot is saved instead (Redis's save): the
+	// rules are checked every second.
+	SaveRules []SaveRule
 }
 
-// Errors of UpdateTunables.
+// Errors of the core's methods.
 var (
+	// ErrNoSnapshot is Save's error when snapshots are off.
+	ErrNoSnapshot = errors.New("core: snapshots are off: no Config.SnapshotPath")
+	// The errors of UpdateTunables.
 	// ErrImmutable refuses a change of a setting fixed at start: the log level
 	// without Config.LogLevel.
 	ErrImmutable = errors.New("can't set immutable config")
@@ -35,7 +43,7 @@ var (
 // initialTunables reads cfg, its defaults applied.
 func initialTunables(cfg Config) *Tunables {
 	t := &Tunables{MaxMemory: cfg.MaxMemory, MaxMemoryPolicy: cfg.MaxMemoryPolicy,
-		SnapshotInterval: cfg.SnapshotInterval}
+		SnapshotInterval: cfg.SnapshotInterval, SaveRules: cfg.SaveRules}
 	if cfg.LogLevel != nil {
 		t.LogLevel = cfg.LogLevel.Level()
 	}
@@ -82,7 +90,7 @@ func (c *Core) UpdateTunables(edit func(*Tunables) error) error {
 	if c.cfg.LogLevel != nil {
 		c.cfg.LogLevel.Set(draft.LogLevel)
 	}
-	if draft.SnapshotInterval != old.SnapshotInterval {
+	if draft.SnapshotInterval != old.SnapshotInterval || !slices.Equal(draft.SaveRules, old.SaveRules) {
 		select {
 		case c.persist.retick <- struct{}{}:
 		default:

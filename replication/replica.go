@@ -183,6 +183,9 @@ func (n *Node) fullSync(l *link, conn net.Conn, br *bufio.Reader) (uint32, error
 		return 0, err
 	}
 	n.log.Info("replication: full sync loaded", "keys", info.Keys, "bytes", info.Bytes, "took", time.Since(begin))
+	if n.cfg.OnFullSync != nil {
+		n.cfg.OnFullSync()
+	}
 	return info.Version, nil
 }
 

@@ -110,6 +110,10 @@ type Config struct {
 	// OnRoleChange, if set, is called after each change of role with whether the node
 	// is now a primary, from the goroutine that changed it; it must not block.
 	OnRoleChange func(primary bool)
+	// OnFullSync, if set, is called once a replica has loaded its primary's snapshot,
+	// before it applies the stream: the snapshot's keys went into the store without
+	// effects, so an append-only log must be rewritten to hold them.
+	OnFullSync func()
 }
 
 // Node is a server's role and links. A server is a primary (masterHost empty) or a

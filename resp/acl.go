@@ -29,6 +29,7 @@ var redisCategories = map[string][]string{
 	"restore-asking": {"keyspace", "write", "slow", "dangerous"},
 	"migrate":        {"keyspace", "write", "slow", "dangerous"},
 	"asking":         {"fast", "connection"},
+	"wait":           {"slow", "connection"},
 	"info":           {"slow", "dangerous"},
 	"lastsave":       {"admin", "fast", "dangerous"},
 	"role":           {"admin", "fast", "dangerous"},

@@ -66,7 +66,7 @@ func (s *Server) userLines() conffile.Setting {
 	for _, l := range s.acl.List() {
 		lines = append(lines, strings.Fields(l)[1:])
 	}
-	return conffile.Setting{Name: "user", Lines: lines, Default: s.acl.Pristine()}
+	return conffile.Setting{Name: "user", Lines: lines, Keyed: true, Default: s.acl.Pristine()}
 }
 
 // readACLFile parses the aclfile, all of it or nothing.

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/rlserver/rlserver/aof"
 	"github.com/tidwall/redcon"
 )
 
@@ -153,8 +154,10 @@ func (s *Server) refusal(c *client, cm *command, args [][]byte, queued bool) str
 			return msg
 		}
 	}
-	if cm.write && s.repl.ReadOnly() && (!cm.peekable || queued && !peeks(cm, args)) {
-		return errReadOnly
+	if cm.write && (!cm.peekable || queued && !peeks(cm, args)) {
+		if msg := s.writeRefusal(); msg != "" {
+			return msg
+		}
 	}
 	if !cm.loadingOK && s.repl.Loading() {
 		return errLoading
@@ -182,7 +185,19 @@ func (s *Server) execute(c *client, cm *command, args [][]byte) {
 	}
 	cm.stats.calls.Add(1)
 	errs, inExec := c.errors.Load(), c.inExec
+	var l *aof.Log
+	var before int64
+	if cm.write {
+		if l = s.core.AOF(); l != nil {
+			before = l.Mark()
+		}
+	}
 	cm.run(s, c, args, c.batchNow)
+	if l != nil {
+		if after := l.Mark(); after > before {
+			c.aofMark.Store(after) // it wrote (or others did meanwhile): its reply waits for the disk
+		}
+	}
 	if cm.detaches && !inExec {
 		return // it may have handed the connection to a goroutine of its own, which owns c now
 	}

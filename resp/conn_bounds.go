@@ -123,6 +123,22 @@ type boundedConn struct {
 	free int // room left in redcon's read buffer after the last Read, for CLIENT INFO's qbuf-free
 }
 
+// Write holds the replies of a batch, under appendfsync always, until the writes the
+// connection made in it are on disk (client.aofMark): redcon writes a batch's
+// replies at once, after running its commands. The connections that reply at once
+// share one fsync. A connection that wrote nothing replies at once, on a full disk
+// too.
+func (c *boundedConn) Write(p []byte) (int, error) {
+	if c.client != nil {
+		if mark := c.client.aofMark.Swap(0); mark > 0 {
+			if l := c.s.core.AOF(); l != nil {
+				l.WaitDurable(mark)
+			}
+		}
+	}
+	return c.Conn.Write(p)
+}
+
 // Read passes on the bytes up to a broken bound; the bad request is then incomplete
 // for redcon, which runs the complete commands before it and reads again. That Read
 // answers the error and fails, and redcon closes the connection, as Redis does.

@@ -13,6 +13,9 @@ import (
 // client is the state of one connection. Its own goroutine runs its commands;
 // CLIENT LIST and INFO read it from others, hence the atomics and the mutex.
 type client struct {
+	// aofMark is the append-only log's offset its replies wait for (Write), set
+	// after a command that wrote under appendfsync always; 0: none.
+	aofMark atomic.Int64
 	id      int64
 	conn    redcon.Conn
 	w       *redcon.Writer // conn's reply buffer, flushed by redcon after each batch

@@ -30,9 +30,11 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 			c.writeError(ErrorReply(err))
 			return
 		}
-		if !req.Peek && s.repl.ReadOnly() {
-			c.writeError(errReadOnly)
-			return
+		if !req.Peek {
+			if msg := s.writeRefusal(); msg != "" {
+				c.writeError(msg)
+				return
+			}
 		}
 		d, err := s.store.Do(args[1], req, now)
 		if err != nil {

@@ -15,9 +15,11 @@ func cmdRLAll(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(ErrorReply(err))
 		return
 	}
-	if s.repl.ReadOnly() && !slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek }) {
-		c.writeError(errReadOnly)
-		return
+	if !slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek }) {
+		if msg := s.writeRefusal(); msg != "" {
+			c.writeError(msg)
+			return
+		}
 	}
 	// Calls name a few rules: their decisions fit on the stack (an allocation less of
 	// the ~6 an RL.ALL of two rules makes, BenchmarkServer/RL.ALL-2).

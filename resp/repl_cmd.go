@@ -122,6 +122,9 @@ func (s *Server) replicationInfo() [][2]string {
 	}
 	views := s.repl.Replicas()
 	kv = append(kv, [2]string{"connected_slaves", strconv.Itoa(len(views))})
+	if t := s.tun.Load(); t.minReplicas > 0 {
+		kv = append(kv, [2]string{"min_slaves_good_slaves", strconv.Itoa(goodReplicas(views, t.minReplicasLag))})
+	}
 	for i, v := range views {
 		kv = append(kv, [2]string{"slave" + strconv.Itoa(i), fmt.Sprintf("ip=%s,port=%d,state=%s,offset=%d,lag=%d",
 			v.IP, v.Port, v.State, v.Offset, v.LagSeconds)})

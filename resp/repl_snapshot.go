@@ -51,7 +51,7 @@ func (s *Server) persistenceInfo() [][2]string {
 	if st.Path != "" {
 		enabled = "1"
 	}
-	return [][2]string{
+	return append([][2]string{
 		{"loading", "0"},
 		{"snapshot_enabled", enabled},
 		{"snapshot_path", st.Path},
@@ -63,5 +63,5 @@ func (s *Server) persistenceInfo() [][2]string {
 		{"rdb_saves", strconv.FormatUint(st.Saves, 10)},
 		{"rdb_last_load_keys_loaded", strconv.Itoa(st.Loaded.Keys)},
 		{"rdb_last_load_keys_expired", strconv.Itoa(st.Loaded.Fresh)},
-	}
+	}, s.aofInfo()...)
 }

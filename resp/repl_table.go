@@ -3,6 +3,16 @@ package resp
 // replicationCommands are the commands of replication: roles, the link, what Sentinel sends, in docs/commands.md's order.
 var replicationCommands = []*command{
 	{
+		name: "wait", arity: 3, flags: []string{"noscript"},
+		summary: "Wait until numreplicas replicas acknowledged every write made before, or timeout ms (0: no bound); answer how many did.",
+		group:   groupServer, complexity: "O(1)",
+		doc: "As Redis's: the count of replicas whose acknowledged offset reached the primary's " +
+			"offset at the call. Replicas acknowledge every 100 ms, so a WAIT that is satisfied " +
+			"takes up to that long. On a replica, an error.",
+		args: []arg{{name: "numreplicas", typ: "integer"}, {name: "timeout", typ: "integer"}},
+		run:  cmdWait,
+	},
+	{
 		name: "replicaof", arity: 3, flags: []string{"admin", "noscript", "stale"},
 		summary: "Replicate host:port's rlserver (read-only, fed its writes' effects), or with NO ONE become a primary.",
 		group:   groupServer, complexity: "O(1); a full sync is O(n) in the keys, in the background",

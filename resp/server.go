@@ -77,6 +77,12 @@ type Config struct {
 	// DefaultProtoMaxBulkLen.
 	ProtoMaxBulkLen int64
 
+	// MinReplicasToWrite and MinReplicasMaxLag are Redis's min-replicas-to-write and
+	// min-replicas-max-lag (seconds; 0 means DefaultMinReplicasMaxLag): a primary
+	// with fewer good replicas refuses spends (NOREPLICAS).
+	MinReplicasToWrite int
+	MinReplicasMaxLag  int
+
 	// Cluster, if set, makes the server one node of a Redis Cluster: it runs a
 	// command with keys only when they hash to one of its own slots, answers
 	// MOVED or CROSSSLOT otherwise, and serves CLUSTER SLOTS and the like. Nil:

@@ -1,15 +1,19 @@
 package resp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rlserver/rlserver/aof"
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/conffile"
 	"github.com/rlserver/rlserver/internal/rlcmd"
@@ -39,12 +43,21 @@ type tunables struct {
 	slowerThan int64
 	slowlogLen int
 	aclLogLen  int // acllog-max-len
+	// aofOn and aof are appendonly and the log's settings, read from the core for
+	// CONFIG GET, SET and REWRITE (config) and applied after the rest (setConfig).
+	aofOn bool
+	aof   aof.Config
+	// minReplicas and minReplicasLag are min-replicas-to-write and
+	// min-replicas-max-lag (seconds).
+	minReplicas    int
+	minReplicasLag int
 }
 
 // initialTunables reads cfg, its defaults applied.
 func initialTunables(cfg Config) *tunables {
 	t := &tunables{maxClients: int64(cfg.MaxClients), idleTimeout: cfg.IdleTimeout, slowlogLen: cfg.SlowlogMaxLen,
-		aclLogLen: cfg.ACLLogMaxLen}
+		aclLogLen: cfg.ACLLogMaxLen, minReplicas: cfg.MinReplicasToWrite,
+		minReplicasLag: cmp.Or(cfg.MinReplicasMaxLag, DefaultMinReplicasMaxLag)}
 	t.requirePass = cfg.RequirePass
 	switch d := cfg.SlowlogLogSlowerThan; {
 	case d == 0:
@@ -94,8 +107,74 @@ var errImmutable = core.ErrImmutable
 // CONFIG SET's; every one of those is also a directive of the config file, of the
 // same name, and CONFIG REWRITE writes them.
 var params = []param{
-	{name: "save", get: constant("")},
-	{name: "appendonly", get: constant("no")},
+	{name: "save", def: "",
+		get: func(_ *Server, t *tunables) string { return core.FormatSave(t.core.SaveRules) },
+		set: func(s *Server, t *tunables, v string) (err error) {
+			if t.core.SaveRules, err = core.ParseSave(v); err != nil {
+				return err
+			}
+			if len(t.core.SaveRules) > 0 && s.cfg.SnapshotPath == "" {
+				return errors.New("save rules need a snapshot file: start with -snapshot, or with dbfilename and save lines")
+			}
+			return nil
+		}},
+	{name: "min-replicas-to-write", def: "0",
+		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.minReplicas) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := configInt(v, 0, math.MaxInt32)
+			t.minReplicas = int(n)
+			return err
+		}},
+	{name: "min-replicas-max-lag", def: strconv.Itoa(DefaultMinReplicasMaxLag),
+		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.minReplicasLag) },
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := configInt(v, 0, math.MaxInt32)
+			t.minReplicasLag = int(n)
+			return err
+		}},
+	{name: "dbfilename", get: func(s *Server, _ *tunables) string { return dbFilename(s.cfg.SnapshotPath) }},
+	{name: "dir", get: func(*Server, *tunables) string { d, _ := os.Getwd(); return d }},
+	{name: "appendonly", def: "no",
+		get: func(_ *Server, t *tunables) string { return yesNo(t.aofOn) },
+		set: func(_ *Server, t *tunables, v string) (err error) { t.aofOn, err = configBool(v); return err }},
+	{name: "appendfsync", def: "everysec",
+		get: func(_ *Server, t *tunables) string { return t.aof.Fsync.String() },
+		set: func(_ *Server, t *tunables, v string) (err error) {
+			if t.aof.Fsync, err = aof.ParseFsync(v); err != nil {
+				return errors.New("argument(s) must be one of the following: always, everysec, no") // Redis's words
+			}
+			return nil
+		}},
+	{name: "appendfilename", get: func(_ *Server, t *tunables) string { return cmp.Or(t.aof.Name, aof.DefaultName) }, fixed: true},
+	{name: "appenddirname", get: func(_ *Server, t *tunables) string { return filepath.Base(t.aof.Dir) }, fixed: true},
+	{name: "aof-load-truncated", def: "yes",
+		get: func(_ *Server, t *tunables) string { return yesNo(!t.aof.RefuseTruncated) },
+		set: func(_ *Server, t *tunables, v string) error {
+			yes, err := configBool(v)
+			t.aof.RefuseTruncated = !yes
+			return err
+		}},
+	{name: "auto-aof-rewrite-percentage", def: strconv.Itoa(aof.DefaultRewritePercentage),
+		get: func(_ *Server, t *tunables) string {
+			return strconv.Itoa(max(cmp.Or(t.aof.RewritePercentage, aof.DefaultRewritePercentage), 0))
+		},
+		set: func(_ *Server, t *tunables, v string) error {
+			n, err := configInt(v, 0, math.MaxInt32)
+			if t.aof.RewritePercentage = int(n); n == 0 {
+				t.aof.RewritePercentage = -1 // off, as Redis's 0
+			}
+			return err
+		}},
+	{name: "auto-aof-rewrite-min-size", def: strconv.Itoa(aof.DefaultRewriteMinSize),
+		get: func(_ *Server, t *tunables) string {
+			return strconv.FormatInt(cmp.Or(t.aof.RewriteMinSize, aof.DefaultRewriteMinSize), 10)
+		},
+		set: func(_ *Server, t *tunables, v string) (err error) {
+			if t.aof.RewriteMinSize, err = ParseMemory(v); err != nil {
+				return errors.New("argument must be a memory value")
+			}
+			return nil
+		}},
 	{name: "maxmemory", def: "0",
 		get: func(_ *Server, t *tunables) string { return strconv.FormatInt(t.core.MaxMemory, 10) },
 		set: func(_ *Server, t *tunables, v string) (err error) {
@@ -260,6 +339,7 @@ func lookupParam(name string) *param {
 func (s *Server) config() *tunables {
 	t := *s.tun.Load()
 	t.core = *s.core.Tunables()
+	t.aofOn, t.aof = s.core.AOF() != nil, s.core.AOFConfig()
 	return &t
 }
 
@@ -268,7 +348,7 @@ func (s *Server) config() *tunables {
 func (s *Server) setConfig(pairs [][]byte) error {
 	s.tunMu.Lock()
 	defer s.tunMu.Unlock()
-	old := s.tun.Load()
+	old := s.config()
 	draft := *old
 	var parseErr error
 	// The core applies its part of the draft (the memory bound first: the store may
@@ -287,7 +367,10 @@ func (s *Server) setConfig(pairs [][]byte) error {
 	case err != nil:
 		return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument 'maxmemory') - %v", err)
 	}
-	draft.core = core.Tunables{}
+	if err := s.applyAOF(old, &draft); err != nil {
+		return err
+	}
+	draft.core, draft.aof = core.Tunables{}, aof.Config{}
 	s.tun.Store(&draft)
 	if draft.requirePass != old.requirePass {
 		s.acl.SetDefaultPassword(draft.requirePass) // as Redis's: requirepass is the default user's password
@@ -325,6 +408,42 @@ func (s *Server) parseConfig(pairs [][]byte, draft *tunables) error {
 		seen[p] = true
 	}
 	return nil
+}
+
+// applyAOF applies appendonly and the log's settings of CONFIG SET, after the rest:
+// turning the log on writes its first base and may fail (an unwritable directory).
+func (s *Server) applyAOF(old, draft *tunables) error {
+	if draft.aof != old.aof {
+		if err := s.core.SetAOFConfig(func(c *aof.Config) error { *c = draft.aof; return nil }); err != nil {
+			return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument 'appendfsync') - %v", err)
+		}
+	}
+	if draft.aofOn != old.aofOn {
+		if err := s.core.SetAppendOnly(draft.aofOn); err != nil {
+			return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument 'appendonly') - %v", err)
+		}
+	}
+	return nil
+}
+
+// dbFilename is CONFIG GET dbfilename: the snapshot file's name, Redis's default
+// without one.
+func dbFilename(path string) string {
+	if path == "" {
+		return "dump.rdb"
+	}
+	return filepath.Base(path)
+}
+
+// configBool parses yes or no, as Redis's CONFIG SET.
+func configBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "yes":
+		return true, nil
+	case "no":
+		return false, nil
+	}
+	return false, errors.New("argument must be 'yes' or 'no'")
 }
 
 // errNoConfigFile answers CONFIG REWRITE on a server started without a config file.

@@ -32,7 +32,7 @@ func TestConfigSet(t *testing.T) {
 		// What Redis too fixes at start is refused even to its value.
 		{"CONFIG SET databases 1", "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config"},
 		{"CONFIG SET cluster-enabled no", "ERR CONFIG SET failed (possibly related to argument 'cluster-enabled') - can't set immutable config"},
-		{"CONFIG SET save x maxclients 5", "ERR CONFIG SET failed (possibly related to argument 'save') - can't set immutable config"},
+		{"CONFIG SET save x maxclients 5", "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters"},
 		{"CONFIG SET nosuch 1", "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'"},
 		{"CONFIG SET maxclients 5 timeout", "ERR wrong number of arguments for 'config|set' command"},
 		{"CONFIG SET maxclients abc", "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer"},

@@ -174,6 +174,23 @@ var serverCommands = []*command{
 		run:     cmdSave,
 	},
 	{
+		name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no-async-loading"},
+		summary: "Write the snapshot file in the background (needs -snapshot PATH, or dbfilename with save rules).",
+		group:   groupServer, complexity: "O(n) in the keys",
+		doc:  "As SAVE, answered at once; INFO persistence's rdb_last_bgsave_status says how it went.",
+		args: []arg{{name: "schedule", typ: "pure-token", token: "SCHEDULE", optional: true}},
+		run:  cmdBgSave,
+	},
+	{
+		name: "bgrewriteaof", arity: 1, flags: []string{"admin", "noscript", "no-async-loading"},
+		summary: "Compact the append-only log in the background: a new base of the keys, the old files removed.",
+		group:   groupServer, complexity: "O(n) in the keys",
+		doc: "As Redis 7's: writes go to a new increment from the start of the rewrite, a base of " +
+			"the keys is written beside it, then the manifest names the two. With `appendonly no`, an " +
+			"error (Redis writes a log anyway).",
+		run: cmdBgRewriteAOF,
+	},
+	{
 		name: "lastsave", arity: 1, flags: []string{"loading", "stale", "fast"},
 		summary: "Answer the Unix time of the last successful snapshot (of the start if none yet).",
 		group:   groupServer, complexity: "O(1)",

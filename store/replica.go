@@ -118,31 +118,35 @@ func (s *Store) SetBacklog(b *Backlog) {
 	s.backlog.Store(b)
 }
 
-// emit appends key's resulting state to the backlog, if there is one: called with the
-// key's shard sh locked, after a write on key.
+// emit appends key's resulting state to the backlog and the journal, if there are:
+// called with the key's shard sh locked, after a write on key.
 func (s *Store) emit(sh *shard, key []byte, tag uint32, now int64) {
-	b := s.backlog.Load()
-	if b == nil {
+	b, j := s.backlog.Load(), s.journal.Load()
+	if b == nil && j == nil {
+		return
+	}
+	if j != nil {
+		j.mu.Lock()
+		j.rec = sh.effect(j.rec, key, tag, now)
+		j.append(j.rec)
+		if b != nil {
+			b.Append(j.rec)
+		}
+		j.mu.Unlock()
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if pos, slot := sh.get(key, tag, now); pos >= 0 {
-		b.rec = sh.appendRecord(b.rec[:0], sh.at(slot))
-	} else {
-		b.rec = append(b.rec[:0], effectDelete)
-		b.rec = binary.AppendUvarint(b.rec, uint64(len(key)))
-		b.rec = append(b.rec, key...)
-	}
+	b.rec = sh.effect(b.rec, key, tag, now)
 	b.append(b.rec)
 }
 
-// flushLogged is Flush on a store with a backlog: every shard is locked at once, so
-// that no write lands on one side of the flush record in the backlog and on the other
-// in the store. It reports false, doing nothing, without a backlog.
+// flushLogged is Flush on a store with a backlog or a journal: every shard is locked
+// at once, so that no write lands on one side of the flush record in the stream and
+// on the other in the store. It reports false, doing nothing, without either.
 func (s *Store) flushLogged() bool {
-	b := s.backlog.Load()
-	if b == nil {
+	b, j := s.backlog.Load(), s.journal.Load()
+	if b == nil && j == nil {
 		return false
 	}
 	for i := range s.shards {
@@ -151,9 +155,12 @@ func (s *Store) flushLogged() bool {
 	for i := range s.shards {
 		s.shards[i].reset()
 	}
-	b.mu.Lock()
-	b.append([]byte{effectFlush})
-	b.mu.Unlock()
+	if b != nil {
+		b.Append([]byte{effectFlush})
+	}
+	if j != nil {
+		j.Append([]byte{effectFlush})
+	}
 	for i := range s.shards {
 		s.shards[i].mu.Unlock()
 	}
@@ -194,9 +201,7 @@ func (a *Applier) Apply(data []byte, now int64) (int, error) {
 	for len(body) > 0 {
 		n, err := a.apply(body, now)
 		if err != nil {
-			if a.log != nil {
-				a.log.Append(a.pending[:done])
-			}
+			a.logApplied(a.pending[:done])
 			return done, fmt.Errorf("%w: %v, at the stream's byte %d", ErrEffectCorrupt, err, done)
 		}
 		if n == 0 {
@@ -205,11 +210,22 @@ func (a *Applier) Apply(data []byte, now int64) (int, error) {
 		body = body[n:]
 		done += n
 	}
-	if a.log != nil {
-		a.log.Append(a.pending[:done])
-	}
+	a.logApplied(a.pending[:done])
 	a.pending = append(a.pending[:0], body...)
 	return done, nil
+}
+
+// logApplied appends the records stored to the log of SetLog and to the store's
+// journal. A deletion or a flush among them was journaled once already, by the
+// store, as it was applied: the second copy, with every record around it in order
+// after it, leaves the same states.
+func (a *Applier) logApplied(p []byte) {
+	if a.log != nil {
+		a.log.Append(p)
+	}
+	if j := a.s.journal.Load(); j != nil && len(p) > 0 {
+		j.Append(p)
+	}
 }
 
 // apply stores the record at the start of body and returns its length, or 0 if body

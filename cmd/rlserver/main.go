@@ -35,6 +35,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "check-aof" {
+		os.Exit(checkAOF(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts, err := parseFlags(os.Args[1:], os.Stderr)
@@ -79,6 +82,7 @@ type options struct {
 	version           bool // -v, --version: print it and exit
 	cfg               resp.Config
 	gw                gatewayOptions // gateway.go
+	persist           persistOptions // persist.go
 }
 
 // getenv reads the environment for ratelimitEnv; tests replace it.
@@ -113,7 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.cfg.EnableDebugCommand, "enable-debug-command", false, "accept DEBUG CLOCK SET|ADVANCE|REAL, for tests")
 	fs.Var((*memoryFlag)(&o.cfg.MaxMemory), "maxmemory", "bound on the store's memory in `bytes` (suffixes k, kb, m, mb, g, gb); 0: none")
 	fs.TextVar(&o.cfg.MaxMemoryPolicy, "maxmemory-policy", store.PolicyVolatileTTL,
-		"`policy` past -maxmemory: volatile-ttl evicts the keys closest to fresh, noeviction refuses new keys (OOM)")
+		"`policy` once -maxmemory is set: volatile-ttl evicts the keys closest to fresh, noeviction refuses new keys (OOM); without -maxmemory nothing is evicted, and CONFIG GET and INFO answer noeviction")
 	fs.StringVar(&o.cfg.SnapshotPath, "snapshot", "", "snapshot `file`: loaded at start, saved when changed, on SAVE and at shutdown; empty: no snapshots")
 	fs.DurationVar(&o.cfg.SnapshotInterval, "snapshot-interval", resp.DefaultSnapshotInterval, "how often a changed store is saved to -snapshot")
 	fs.BoolVar(&o.cfg.SnapshotIgnoreCorrupt, "snapshot-ignore-corrupt", false, "start empty, with a warning, when the -snapshot file is corrupt, instead of refusing to start")
@@ -136,6 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&countFlag{&o.cfg.SlowlogMaxLen, resp.DefaultSlowlogMaxLen}, "slowlog-max-len", "`entries` SLOWLOG keeps")
 	fs.Var(&countFlag{&o.cfg.ACLLogMaxLen, resp.DefaultACLLogMaxLen}, "acllog-max-len", "`entries` ACL LOG keeps")
 	gatewayFlags(fs, &o.gw)
+	persistFlags(fs, &o.cfg, &o.persist)
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.version, "v", false, "print the version and exit")
 	fs.Usage = func() {
@@ -176,6 +181,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	if err := ratelimitEnv(fs, getenv); err != nil {
+		fmt.Fprintln(stderr, "rlserver:", err)
+		return o, err
+	}
+	if err := applyPersist(&o.cfg, o.persist); err != nil {
 		fmt.Fprintln(stderr, "rlserver:", err)
 		return o, err
 	}
@@ -229,6 +238,14 @@ func readConfig(fs *flag.FlagSet, path string, users *[]resp.UserDirective) erro
 		f := fs.Lookup(d.Name)
 		if f == nil || notDirectives[d.Name] {
 			return fmt.Errorf("%s: unknown directive '%s'", where, d.Name)
+		}
+		if d.Name == "save" { // rules add up over the lines, as Redis's
+			if !onCommandLine["save"] {
+				if err := fs.Set("save", strings.Join(d.Args, " ")); err != nil {
+					return fmt.Errorf("%s: bad value for 'save' %q: %v", where, strings.Join(d.Args, " "), err)
+				}
+			}
+			continue
 		}
 		if d.Name == "user" { // one directive per user, as Redis's
 			if !onCommandLine["user"] {
@@ -292,6 +309,9 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 				opts.clusterSelf, topo.Self().Addr(), opts.addr)
 		}
 		opts.cfg.Cluster = topo
+	}
+	if err := opts.persist.chdir(); err != nil {
+		return err
 	}
 	c, err := core.New(opts.cfg.Core())
 	if err != nil {

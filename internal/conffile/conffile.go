@@ -223,6 +223,23 @@ type Setting struct {
 	// instead of Args: the file's lines of it are replaced in order, those beyond
 	// removed, the rest appended.
 	Lines [][]string
+	// Keyed matches Lines to the file's lines by their first word (a user's name)
+	// instead of by order: each stays where the operator wrote it, under its own
+	// comments; a line whose key Lines lacks is removed, new keys are appended.
+	Keyed bool
+}
+
+// keyIndex is the index of the line of lines whose first word is words', or -1.
+func keyIndex(lines [][]string, words []string) int {
+	if len(words) == 0 {
+		return -1
+	}
+	for i, l := range lines {
+		if len(l) > 0 && l[0] == words[0] {
+			return i
+		}
+	}
+	return -1
 }
 
 // rewriteMark precedes the directives Rewrite adds, as Redis marks its own.
@@ -247,7 +264,8 @@ func Rewrite(path string, settings []Setting) error {
 		byName[s.Name] = s
 	}
 	written := map[string]bool{}
-	used := map[string]int{} // the Lines written of a setting
+	used := map[string]int{}      // the Lines written of a setting
+	keysUsed := map[string]bool{} // "name key" of the Keyed lines written
 	var out []string
 	lines := strings.Split(strings.TrimSuffix(string(old), "\n"), "\n")
 	if len(old) == 0 {
@@ -264,6 +282,11 @@ func Rewrite(path string, settings []Setting) error {
 		switch {
 		case !ok:
 			out = append(out, l)
+		case s.Keyed:
+			if i := keyIndex(s.Lines, words[1:]); i >= 0 && !keysUsed[name+" "+s.Lines[i][0]] {
+				out = append(out, Line(name, s.Lines[i]...))
+				keysUsed[name+" "+s.Lines[i][0]] = true
+			}
 		case s.Lines != nil:
 			if n := used[name]; n < len(s.Lines) {
 				out = append(out, Line(name, s.Lines[n]...))
@@ -287,6 +310,15 @@ func Rewrite(path string, settings []Setting) error {
 	}
 	for _, s := range settings {
 		switch {
+		case s.Keyed:
+			if !written[s.Name] && s.Default {
+				continue
+			}
+			for _, args := range s.Lines {
+				if len(args) > 0 && !keysUsed[s.Name+" "+args[0]] {
+					add(s.Name, args)
+				}
+			}
 		case s.Lines != nil:
 			if !written[s.Name] && s.Default {
 				continue

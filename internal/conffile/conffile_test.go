@@ -174,3 +174,19 @@ func TestRewriteLines(t *testing.T) {
 		t.Errorf("at its default, added:\n%s", got)
 	}
 }
+
+// TestRewriteKeyed: user lines stay where the operator wrote them, each under its own
+// comment, whatever order the running users are listed in; a deleted user's line
+// goes, a new user's is appended.
+func TestRewriteKeyed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rl.conf")
+	write(t, path, "# zed: the batch jobs\nuser zed on nopass\n# default: closed\nuser default off\n# gone\nuser old on\nmaxclients 5\n")
+	lines := [][]string{{"default", "on"}, {"new", "off"}, {"zed", "off"}} // sorted, as ACL LIST lists them
+	if err := Rewrite(path, []Setting{{Name: "user", Lines: lines, Keyed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "# zed: the batch jobs\nuser zed off\n# default: closed\nuser default on\n# gone\nmaxclients 5\n\n" + rewriteMark + "\nuser new off\n"
+	if got := read(t, path); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The append-only log's cost, measured by redis-benchmark in the same run on the same
+# disk: RL.TOKEN at -P 16 and -P 1 with appendfsync everysec against no persistence;
+# with appendfsync always against Redis's own INCR with appendfsync always; then the
+# start-up replay of a log of KEYS keys against loading a snapshot of the same keys.
+# Servers on CPU 0, redis-benchmark on CPU 1 (taskset).
+# Usage: scripts/bench-persistence.sh [requests]   (make bench-persistence)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=${1:-${BENCH_REQUESTS:-200000}}
+KEYS=${BENCH_KEYS:-1000000}
+CLIENTS=50
+PORT=${RL_PORT:-16390}
+for tool in redis-server redis-cli redis-benchmark taskset; do
+  command -v "$tool" >/dev/null || { echo "$tool not found: apt-get install redis-server redis-tools util-linux" >&2; exit 1; }
+done
+[ -x bin/rlserver ] || go build -o bin/rlserver ./cmd/rlserver
+tmp=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bench-persistence.XXXXXX") # a real disk, not /tmp's tmpfs
+pid=""
+stop() { [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }; pid=""; }
+trap 'stop; rm -rf "$tmp"' EXIT
+
+# start NAME ARGS...: a server on PORT in a fresh directory, pinned to CPU 0; waits for PING.
+start() {
+  local name=$1; shift
+  rm -rf "$tmp/$name"; mkdir -p "$tmp/$name"
+  taskset -c 0 "$@" >"$tmp/$name.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 300); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && return; sleep 0.05; done
+  echo "$name did not start:"; cat "$tmp/$name.log"; exit 1
+}
+rl() { start "$1" bin/rlserver -addr "127.0.0.1:$PORT" -loglevel warn --dir "$tmp/$1" "${@:2}"; }
+redis() { start "$1" redis-server --port "$PORT" --bind 127.0.0.1 --save '' --dir "$tmp/$1" "${@:2}"; }
+
+# bench PIPELINE ARGS... prints requests/s from redis-benchmark's CSV line.
+bench() {
+  local p=$1; shift
+  taskset -c 1 redis-benchmark -p "$PORT" -c "$CLIENTS" -r 1000000 -n "$N" -P "$p" --csv "$@" |
+    awk -F'","' 'NR==2 { print int($2) }'
+}
+token=(RL.TOKEN "user:__rand_int__" 100 1000)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+
+printf '%-44s %3s %10s %10s %7s\n' case P rps anchor_rps ratio
+for p in 16 1; do
+  rl none; base=$(bench "$p" "${token[@]}"); stop
+  rl everysec --appendonly yes --appendfsync everysec; got=$(bench "$p" "${token[@]}"); stop
+  printf '%-44s %3s %10s %10s %7s\n' "RL.TOKEN everysec vs no persistence" "$p" "$got" "$base" "$(ratio "$got" "$base")"
+done
+for p in 16 1; do
+  redis redis-always --appendonly yes --appendfsync always; base=$(bench "$p" INCR "c:__rand_int__"); stop
+  rl always --appendonly yes --appendfsync always; got=$(bench "$p" "${token[@]}"); stop
+  printf '%-44s %3s %10s %10s %7s\n' "RL.TOKEN always vs Redis INCR always" "$p" "$got" "$base" "$(ratio "$got" "$base")"
+done
+
+# Replay: KEYS keys written once each into a log (appendonly, no rewrite), and the same
+# keys in a snapshot; the time from the start of the process to its first PONG.
+rl replay --appendonly yes --auto-aof-rewrite-percentage 0 --snapshot "$tmp/keys.snap"
+taskset -c 1 redis-benchmark -p "$PORT" -c "$CLIENTS" -r "$KEYS" -n "$((KEYS * 3))" -P 64 -q \
+  RL.FIXED "k:__rand_int__" 1000 3600000 >/dev/null
+redis-cli -p "$PORT" save >/dev/null
+keys=$(redis-cli -p "$PORT" dbsize)
+logbytes=$(du -cb "$tmp/replay/appendonlydir" | tail -1 | cut -f1)
+snapbytes=$(stat -c %s "$tmp/keys.snap")
+redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; wait "$pid" 2>/dev/null || true; pid=""
+since() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN { printf "%.2f", a - b }'; }
+t0=$(date +%s.%N); rl replay2 --dir "$tmp/replay" --appendonly yes --auto-aof-rewrite-percentage 0; aof_s=$(since "$t0")
+[ "$(redis-cli -p "$PORT" dbsize)" = "$keys" ] || { echo "the log replayed $(redis-cli -p "$PORT" dbsize) keys, not $keys"; exit 1; }
+stop
+mv "$tmp/keys.snap" "$tmp/keys2.snap"
+t0=$(date +%s.%N); rl snapload --snapshot "$tmp/keys2.snap"; snap_s=$(since "$t0")
+[ "$(redis-cli -p "$PORT" dbsize)" = "$keys" ] || { echo "the snapshot loaded $(redis-cli -p "$PORT" dbsize) keys, not $keys"; exit 1; }
+stop
+echo
+printf 'replay of %s keys: log %s bytes (%s calls) in %ss, snapshot %s bytes in %ss: %s\n' "$keys" "$logbytes" \
+  "$((KEYS * 3))" "$aof_s" "$snapbytes" "$snap_s" "$(ratio "$aof_s" "$snap_s")"
