@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/testenv"
 )
 
 // sentinelPass is the servers' -requirepass and -masterauth, the Sentinels'
@@ -73,11 +74,7 @@ func TestSentinelFailover(t *testing.T) {
 	for _, a := range sentinels {
 		s := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
 		defer s.Close()
-		poll.Until(t, 30*time.Second, a+" seeing 2 replicas and 2 Sentinels", func() bool {
-			m, err := s.Do(ctx, "SENTINEL", "MASTER", "mymaster").Result()
-			f := fields(m)
-			return err == nil && f["num-slaves"] == "2" && f["num-other-sentinels"] == "2" && !strings.Contains(f["flags"], "down")
-		})
+		testenv.WaitSentinel(t, s, "mymaster", 2, 2)
 	}
 
 	addrs := strings.Join(sentinels, ",")
@@ -117,20 +114,4 @@ func infoField(rdb *redis.Client, field string) string {
 		}
 	}
 	return ""
-}
-
-// fields reads SENTINEL MASTER's reply, a flat array or a map, into a map.
-func fields(v any) map[string]string {
-	out := map[string]string{}
-	switch v := v.(type) {
-	case []any:
-		for i := 0; i+1 < len(v); i += 2 {
-			out[fmt.Sprint(v[i])] = fmt.Sprint(v[i+1])
-		}
-	case map[any]any:
-		for k, e := range v {
-			out[fmt.Sprint(k)] = fmt.Sprint(e)
-		}
-	}
-	return out
 }

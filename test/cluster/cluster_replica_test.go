@@ -430,32 +430,9 @@ func startShardSentinels(t *testing.T, masters []nodeLine) []*sentinel {
 		}
 	})
 	for _, s := range sentinels {
-		poll.Until(t, 30*time.Second, s.name+" seeing shard0's 2 replicas and 2 Sentinels", func() bool {
-			m, err := s.rdb.Do(context.Background(), "SENTINEL", "MASTER", "shard0").Result()
-			if err != nil {
-				return false
-			}
-			f := fields(m)
-			return f["num-slaves"] == "2" && f["num-other-sentinels"] == "2" && !strings.Contains(f["flags"], "down")
-		})
+		testenv.WaitSentinel(t, s.rdb, "shard0", 2, 2)
 	}
 	return sentinels
-}
-
-// fields reads a reply of field-value pairs (RESP2's array, RESP3's map) as a map.
-func fields(v any) map[string]string {
-	out := map[string]string{}
-	switch v := v.(type) {
-	case []any:
-		for i := 0; i+1 < len(v); i += 2 {
-			out[fmt.Sprint(v[i])] = fmt.Sprint(v[i+1])
-		}
-	case map[any]any:
-		for k, e := range v {
-			out[fmt.Sprint(k)] = fmt.Sprint(e)
-		}
-	}
-	return out
 }
 
 // agreedMaster is the master of name that every Sentinel names, "" if they differ.

@@ -172,32 +172,9 @@ func startHAWith(t testing.TB, sentinels bool, auth haAuth) *haSet {
 		}
 	})
 	for _, s := range set.sentinels {
-		poll.Until(t, 30*time.Second, s.name+" seeing 2 replicas and 2 Sentinels", func() bool {
-			m, err := s.rdb.Do(context.Background(), "SENTINEL", "MASTER", "mymaster").Result()
-			if err != nil {
-				return false
-			}
-			f := fields(m)
-			return f["num-slaves"] == "2" && f["num-other-sentinels"] == "2" && !strings.Contains(f["flags"], "down")
-		})
+		testenv.WaitSentinel(t, s.rdb, "mymaster", 2, 2)
 	}
 	return set
-}
-
-// fields reads SENTINEL MASTER's reply, a flat array or a map, into a map.
-func fields(v any) map[string]string {
-	out := map[string]string{}
-	switch v := v.(type) {
-	case []any:
-		for i := 0; i+1 < len(v); i += 2 {
-			out[fmt.Sprint(v[i])] = fmt.Sprint(v[i+1])
-		}
-	case map[any]any:
-		for k, e := range v {
-			out[fmt.Sprint(k)] = fmt.Sprint(e)
-		}
-	}
-	return out
 }
 
 // settledPrimary waits until every Sentinel names the same replica, which says it
