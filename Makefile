@@ -6,7 +6,7 @@ BIN     := bin/rlserver
 # paths it is given are absolute.
 RLBENCH := $(GO) run -C cmd/rlbench .
 
-.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-replication bench-reshard bench-persistence soak experiments scale docs release image image-rootfs clean
+.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-overload bench-replication bench-reshard bench-persistence soak experiments scale docs release image image-rootfs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -44,7 +44,7 @@ cross:
 	@for os in $(CROSS_OS); do for arch in $(CROSS_ARCHS); do \
 		echo "cross $$os/$$arch"; \
 		for m in $(MODULES); do \
-			GOOS=$$os GOARCH=$$arch $(GO) build -C $$m ./... || exit 1; \
+			GOOS=$$os GOARCH=$$arch $(GO) build -C $$m -o /dev/null ./... || exit 1; \
 			GOOS=$$os GOARCH=$$arch $(GO) vet -C $$m ./... || exit 1; \
 		done; \
 	done; done
@@ -106,6 +106,13 @@ soak:
 # tables on stdout, JSON, PNG charts and summary.md in results/.
 experiments:
 	$(RLBENCH) -start -out $(CURDIR)/results all
+
+# The lesson's overload experiment (docs/overload.md): an app of 8 workers × 10 ms
+# offered 0.5x to 3x its capacity, 20% critical, with no shedding, a static limit,
+# failsafe-go's adaptive limiter and package shed in turn, each cell a fresh app
+# process on loopback (about 75 s). The last line is the headline.
+bench-overload:
+	$(RLBENCH) overload
 
 # Aggregate throughput of 1 vs 3 rlserver nodes (cluster mode) and of 1 redis-server vs a
 # 3-master Redis Cluster running the scripts, all started on loopback by rlbench, in turn:

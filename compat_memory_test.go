@@ -21,7 +21,7 @@ import (
 // that rlserver is smaller.
 var memoryTargets = map[algo.Kind]float64{algo.KindLog: 1.0 / 4, algo.KindLease: 1.0 / 2}
 
-// TestMemoryPerUser measures memory per user as a user would (issue 13): for one
+// TestMemoryPerUser measures memory per user as a user would: for one
 // algorithm at a time it starts a new redis-server (running the reference scripts)
 // and a new rlserver, both with default flags, reads each process's RSS, loads the
 // same users with one pipelined call each (RL.FIXED user:%08d 10 86400000 and its

@@ -69,6 +69,11 @@ type Request struct {
 	// (refund.go): Cost is then 0 and Peek false, and the reply is the one a PEEK of
 	// cost 0 would get right after the refund.
 	Refund int64
+	// Reserve n > 0 admits the call only if n units would remain after it (reserve.go),
+	// so that callers without it keep the last n: capacity kept for a higher priority.
+	// A refused call spends nothing and its RetryAfter is the time until it would fit
+	// with its reserve. 0 to Limit; Refund takes none.
+	Reserve int64
 
 	// Interval is the emission interval T in µs of Redis's GCRA command, which derives
 	// it from a float period; 0 (every other command) derives it from Window and Limit.

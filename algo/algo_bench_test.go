@@ -81,3 +81,19 @@ func benchTat(b *testing.B, decide func(int64, Request, int64) (int64, Decision)
 		}
 	}
 }
+
+// BenchmarkTokenReserve is BenchmarkToken with RESERVE 20: the PEEK of cost c+n
+// before the call itself.
+func BenchmarkTokenReserve(b *testing.B) {
+	r := mustParse(b, KindToken, "100 1000")
+	r.Reserve = 20
+	var s TokenState
+	now := base
+	b.ReportAllocs()
+	for b.Loop() {
+		now += 7
+		if next, d := Token(s, r, now); d.Write {
+			s = next
+		}
+	}
+}

@@ -12,6 +12,9 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 	if r.Refund > 0 {
 		return refundFixed(s, r, now)
 	}
+	if r.Reserve > 0 && !r.Spend {
+		return reserved(s, r, now, Fixed)
+	}
 	limit, cost := r.Limit, r.Cost
 	w := now / r.Window
 	end := (w + 1) * r.Window
@@ -24,9 +27,15 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 	after := count
 	if r.Spend {
 		// Every call counts, so the count can pass the limit; it saturates rather
-		// than wrap.
+		// than wrap. A reserve is kept above the count, and a call refused by its
+		// reserve alone (the limit would admit it) spends nothing: lower classes'
+		// refusals must not eat what they leave to the higher. Remaining still shows
+		// the count, not the caller's share.
 		after = min(count, math.MaxInt64-cost) + cost
-		allowed = after <= limit
+		allowed = after <= limit-r.Reserve
+		if !allowed && after <= limit {
+			after = count
+		}
 	} else if allowed {
 		after += cost
 	}
@@ -36,7 +45,7 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 	}
 	switch {
 	case allowed:
-	case cost > limit:
+	case cost+r.Reserve > limit:
 		d.RetryAfter = -1
 	default:
 		d.RetryAfter = end - now
@@ -45,7 +54,7 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 		d.ResetAfter = end - now
 		d.FreshAt = end
 	}
-	if (allowed || r.Spend) && cost > 0 && !r.Peek {
+	if (allowed || r.Spend && after != count) && cost > 0 && !r.Peek {
 		d.Write = true
 		return FixedState{Window: w, Count: after}, d
 	}

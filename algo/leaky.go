@@ -5,7 +5,9 @@ package algo
 // requests may wait their turn: allowed iff max(tat, now) − now <= T·q.
 //
 // Following the contract, a cost above the limit is not refused: it passes when the
-// queue has room and then occupies T·c of the schedule. Field 4 is never -1.
+// queue has room and then occupies T·c of the schedule. Field 4 is never -1 but with
+// Reserve n, which keeps n places free: allowed iff delay + T·(c+n−1) <= T·q, −1
+// when T·(c+n−1) > T·q.
 func Leaky(tat int64, r Request, now int64) (int64, Decision) {
 	if r.Refund > 0 {
 		return refundTat(tat, r, now, Leaky)
@@ -16,6 +18,13 @@ func Leaky(tat int64, r Request, now int64) (int64, Decision) {
 	delay := start - now
 
 	allowed := r.Cost == 0 || delay <= room
+	// With Reserve n, n places must stay in the queue after the call: n more calls of
+	// cost 1 would each find room, the last when the schedule is T·(c+n−1) past
+	// delay. need > room never fits.
+	need := t * (r.Cost + r.Reserve - 1)
+	if r.Reserve > 0 {
+		allowed = need <= room && delay+need <= room
+	}
 	after := tat // COST 0 changes nothing
 	if allowed && r.Cost > 0 {
 		after = start + t*r.Cost
@@ -24,13 +33,19 @@ func Leaky(tat int64, r Request, now int64) (int64, Decision) {
 	d := Decision{
 		Allowed:    allowed,
 		Limit:      r.Limit,
-		Remaining:  max(0, floorDiv(room-ahead, t)+1),
+		Remaining:  max(0, floorDiv(room-ahead, t)+1-r.Reserve),
 		RetryAfter: delay, // allowed: the wait before proceeding
 		ResetAfter: ahead,
 		FreshAt:    now + ahead,
 	}
-	if !allowed {
+	switch {
+	case allowed:
+	case r.Reserve == 0:
 		d.RetryAfter = delay - room // until the queue has room
+	case need > room:
+		d.RetryAfter = -1
+	default:
+		d.RetryAfter = delay + need - room
 	}
 	if allowed && r.Cost > 0 && !r.Peek {
 		d.Write = true

@@ -20,13 +20,16 @@ type LeaseRequest struct {
 	Limit    int64  // the most live leases the key may hold; below 1 nothing is ever acquired
 	Duration int64  // µs: lease_ms·1000; a lease acquired at now lives until now + Duration
 	ID       []byte // the ID option's id; nil: the store generates one
+	// Reserve n keeps n places free for callers without it: a new lease is taken only
+	// if fewer than Limit − n would then be live. 0 to Limit.
+	Reserve int64
 }
 
 // LeaseDecision is the answer to one RL.ACQUIRE: its wire fields, and FreshAt.
 type LeaseDecision struct {
 	Acquired   bool   // field 1
 	Limit      int64  // field 2
-	Remaining  int64  // field 3: limit minus the live leases after the call, at least 0
+	Remaining  int64  // field 3: limit − reserve minus the live leases after the call, at least 0
 	RetryAfter int64  // field 4 in µs: 0 when acquired, else until a place is free; -1: never
 	ID         []byte // field 5: the lease's id when acquired, nil when not
 	// FreshAt is the latest live lease's deadline after the call, when the key goes;
@@ -39,10 +42,10 @@ type LeaseDecision struct {
 // ended and count for nothing.
 //
 // A live lease with id r.ID is extended to now + r.Duration, taking no second place
-// (an idempotent retry). Otherwise a new lease is taken if fewer than r.Limit are live.
-// Otherwise nothing changes, and RetryAfter is the time until enough leases end that
-// fewer than r.Limit are live: the earliest deadline, or a later one if the limit was
-// lowered below the live count.
+// (an idempotent retry). Otherwise a new lease is taken if fewer than r.Limit − r.Reserve
+// are live. Otherwise nothing changes, and RetryAfter is the time until enough leases
+// end that fewer than r.Limit − r.Reserve are live: the earliest deadline, or a later
+// one if the limit was lowered below the live count; −1 if r.Reserve leaves no place.
 //
 // When acquired, the result is the live leases with this one, still sorted, built in
 // place in leases' backing array (the store passes a scratch buffer); the lease's ID
@@ -51,15 +54,16 @@ func Acquire(leases []Lease, r LeaseRequest, newID []byte, now int64) ([]Lease, 
 	live := liveLeases(leases, now)
 	d := LeaseDecision{Limit: r.Limit}
 	deadline := leaseEnd(now, r.Duration)
+	places := r.Limit - r.Reserve // the places this call may take
 	switch i := indexOfLease(live, r.ID); {
-	case r.Limit < 1:
+	case r.Limit < 1, places < 1 && i < 0:
 		d.RetryAfter = -1 // never, as for a cost above the limit
 		d.FreshAt = lastDeadline(live, now)
 		return leases, d
 	case i >= 0:
 		d.Acquired, d.ID = true, live[i].ID
 		leases = moveLease(dropEnded(leases, live), i, deadline)
-	case int64(len(live)) < r.Limit:
+	case int64(len(live)) < places:
 		id := r.ID
 		if id == nil {
 			id = newID
@@ -67,12 +71,12 @@ func Acquire(leases []Lease, r LeaseRequest, newID []byte, now int64) ([]Lease, 
 		d.Acquired, d.ID = true, id
 		leases = insertLease(dropEnded(leases, live), Lease{Deadline: deadline, ID: id})
 	default:
-		// Fewer than Limit are live once live[n-Limit] has ended.
-		d.RetryAfter = live[int64(len(live))-r.Limit].Deadline - now
+		// Fewer than places are live once live[n-places] has ended.
+		d.RetryAfter = live[int64(len(live))-places].Deadline - now
 		d.FreshAt = lastDeadline(live, now)
 		return leases, d
 	}
-	d.Remaining = max(0, r.Limit-int64(len(leases)))
+	d.Remaining = max(0, places-int64(len(leases)))
 	d.FreshAt = leases[len(leases)-1].Deadline
 	return leases, d
 }

@@ -177,13 +177,17 @@ func TestLeaseProperty(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					r.ID = id
 				}
+				if rng.IntN(3) == 0 { // RESERVE: places kept for calls without it
+					r.Reserve = rng.Int64N(limit + 1)
+				}
+				places := limit - r.Reserve
 				newID := []byte(fmt.Sprint("g", i))
 				before := slices.Clone(set)
 				var d LeaseDecision
 				set, d = Acquire(set, r, newID, now)
 				n := len(live(now))
 				renewing := r.ID != nil && model[string(r.ID)] > now
-				if d.Acquired != (renewing || int64(n) < limit) {
+				if d.Acquired != (renewing || int64(n) < places) {
 					t.Fatalf("seed %d call %d: acquired %v with %d live of %d", seed, i, d.Acquired, n, limit)
 				}
 				if d.Acquired {
@@ -192,8 +196,15 @@ func TestLeaseProperty(t *testing.T) {
 					if !slices.EqualFunc(set, before, func(a, b Lease) bool { return a.Deadline == b.Deadline && bytes.Equal(a.ID, b.ID) }) {
 						t.Fatalf("seed %d call %d: a refused call changed the set", seed, i)
 					}
-					// Exact: the same request 1 ms before retry_after fails, at it succeeds.
+					// Exact: the same request 1 ms before retry_after fails, at it succeeds;
+					// -1 exactly when the reserve leaves no place.
 					retry := Millis(d.RetryAfter)
+					if (retry < 0) != (places < 1) {
+						t.Fatalf("seed %d call %d: retry_after %d with %d places", seed, i, retry, places)
+					}
+					if retry < 0 {
+						break
+					}
 					at := now + retry*1000
 					if _, early := Acquire(slices.Clone(set), r, newID, at-1000); early.Acquired {
 						t.Fatalf("seed %d call %d: acquired 1 ms before retry_after %d", seed, i, retry)
@@ -206,7 +217,7 @@ func TestLeaseProperty(t *testing.T) {
 				if after > limit && !renewing {
 					t.Fatalf("seed %d call %d: %d live leases, limit %d", seed, i, after, limit)
 				}
-				if d.Remaining != max(0, limit-after) || d.FreshAt != lastDeadline(liveLeases(set, now), now) {
+				if d.Remaining != max(0, places-after) || d.FreshAt != lastDeadline(liveLeases(set, now), now) {
 					t.Fatalf("seed %d call %d: remaining %d FreshAt %d, model %d live", seed, i, d.Remaining, d.FreshAt, after)
 				}
 			case 2:

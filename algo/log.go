@@ -17,6 +17,9 @@ func Log(entries []LogEntry, r Request, now int64) ([]LogEntry, Decision) {
 	if r.Refund > 0 {
 		return refundLog(entries, r, now)
 	}
+	if r.Reserve > 0 {
+		return reserved(entries, r, now, Log)
+	}
 	limit, cost, window := r.Limit, r.Cost, r.Window
 	first := 0
 	for first < len(entries) && entries[first].TS <= now-window {

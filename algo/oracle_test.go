@@ -1,6 +1,6 @@
 package algo
 
-// Tests against the definitions, not against ourselves (issue 14).
+// Tests against the definitions, not against ourselves.
 //
 // The oracle below implements each command's definition, as the contract writes it, in
 // exact arithmetic: plain integers where the definition is integral (RL.FIXED, RL.LOG,

@@ -12,6 +12,9 @@ func Slide(s SlideState, r Request, now int64) (SlideState, Decision) {
 	if r.Refund > 0 {
 		return refundSlide(s, r, now)
 	}
+	if r.Reserve > 0 {
+		return reserved(s, r, now, Slide)
+	}
 	limit, cost, window := r.Limit, r.Cost, r.Window
 	v := viewSlide(s, window, now)
 	allowed := cost == 0 || v.passes(cost, limit)

@@ -15,6 +15,9 @@ func Token(s TokenState, r Request, now int64) (TokenState, Decision) {
 	if r.Refund > 0 {
 		return refundToken(s, r, now)
 	}
+	if r.Reserve > 0 {
+		return reserved(s, r, now, Token)
+	}
 	b := newBucket(r)
 	cost := float64(r.Cost)
 	tokens := b.refill(s, now)

@@ -67,8 +67,14 @@ func (b luaBackend) decide(ctx context.Context, key string, r algo.Request) (alg
 	if err := checkLogLimit(r, b.maxLogLimit); err != nil {
 		return algo.Decision{}, err
 	}
+	if r.Reserve > 0 {
+		return algo.Decision{}, errLuaReserve
+	}
 	return decision(b.eval(ctx, scripts[r.Kind], []string{key}, lua.Args(r)))
 }
+
+// errLuaReserve: the reference scripts have no RESERVE.
+var errLuaReserve = fmt.Errorf("%w: a reserve (WithReserve, Priorities) needs rlserver or the embedded backend, not Lua", ErrBadLimit)
 
 // eval runs sc by its SHA1, and by its source when the server does not have it.
 func (b luaBackend) eval(ctx context.Context, sc lua.Script, keys []string, args []any) *redis.Cmd {
@@ -103,6 +109,11 @@ var (
 )
 
 func (b luaBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, []algo.Decision, error) {
+	for _, r := range rules {
+		if r.Req.Reserve > 0 {
+			return false, nil, errLuaReserve
+		}
+	}
 	for _, r := range rules {
 		if err := checkLogLimit(r.Req, b.maxLogLimit); err != nil {
 			return false, nil, err

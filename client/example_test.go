@@ -193,3 +193,44 @@ func ExampleClient_Acquire() {
 	// acquired, remaining 0
 	// busy, a place frees in 1m0s
 }
+
+// Priorities keep a share of a limit for the classes above: of 10, batch calls get 5
+// and critical ones the rest. The names are a policy's (docs/policies.md).
+func ExamplePriorities() {
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := client.NewPriorities(
+		client.Class{Name: "critical"},
+		client.Class{Name: "batch", ReservePercent: 50},
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	fleet := client.Fixed(10, time.Minute)
+	call := func(class string) {
+		l, err := p.Limit(fleet, class)
+		if err != nil {
+			log.Fatal(err)
+		}
+		res, err := c.Allow(ctx, "fleet", l)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%-8s allowed=%v remaining=%d\n", class, res.Allowed, res.Remaining)
+	}
+	for range 6 {
+		call("batch")
+	}
+	call("critical")
+	// Output:
+	// batch    allowed=true remaining=4
+	// batch    allowed=true remaining=3
+	// batch    allowed=true remaining=2
+	// batch    allowed=true remaining=1
+	// batch    allowed=true remaining=0
+	// batch    allowed=false remaining=0
+	// critical allowed=true remaining=4
+}

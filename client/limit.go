@@ -34,10 +34,11 @@ func windowRange(r algo.Request) (lo, hi time.Duration) {
 // state is read under the new parameters. Calling it with another algorithm is
 // (ErrWrongType).
 type Limit struct {
-	kind   algo.Kind
-	n      int64         // the command's limit argument: limit, capacity or rate
-	per    time.Duration // window
-	option int64         // the token bucket's rate, GCRA's burst, Leaky's queue
+	kind    algo.Kind
+	n       int64         // the command's limit argument: limit, capacity or rate
+	per     time.Duration // window
+	option  int64         // the token bucket's rate, GCRA's burst, Leaky's queue
+	reserve int64         // RESERVE: units left to calls without it (WithReserve)
 }
 
 // Fixed allows limit requests per window, counted in windows aligned to multiples of
@@ -102,6 +103,16 @@ func (l Limit) Quota() (n int, per time.Duration) {
 	return int(l.n), l.per
 }
 
+// WithReserve is l keeping n units for calls without a reserve (RESERVE n): a call
+// under it is allowed only if n units would remain after it, and a denied call's
+// RetryAfter is the time until it fits with its reserve (Never when cost + n never
+// fits). n is 0 (none) to the limit; Validate refuses others. Priorities names the
+// reserves. rlserver and the embedded backend decide it; NewLua's refuses it.
+func (l Limit) WithReserve(n int) Limit {
+	l.reserve = int64(n)
+	return l
+}
+
 // Validate reports what is wrong with l, wrapping ErrBadLimit, or nil.
 func (l Limit) Validate() error {
 	if l.kind == 0 {
@@ -115,6 +126,9 @@ func (l Limit) Validate() error {
 	if lo, hi := windowRange(r); l.per < lo || l.per > hi || l.per%minWindowUnit != 0 {
 		return fmt.Errorf("%w: %s window must be a whole number of milliseconds from %v to %v (365 days), got %v",
 			ErrBadLimit, name, lo, hi, l.per)
+	}
+	if lo, hi := r.Range(algo.ArgReserve); l.reserve < lo || l.reserve > hi {
+		return fmt.Errorf("%w: %s reserve must be between %d and %d, got %d", ErrBadLimit, name, lo, hi, l.reserve)
 	}
 	var arg algo.Arg
 	switch l.kind {
@@ -145,7 +159,7 @@ var (
 
 // request is the call of l at cost n, with PEEK if peek: what every backend decides.
 func (l Limit) request(n int64, peek bool) algo.Request {
-	r := algo.Request{Kind: l.kind, Limit: l.n, Window: l.per.Microseconds(), Cost: n, Peek: peek}
+	r := algo.Request{Kind: l.kind, Limit: l.n, Window: l.per.Microseconds(), Cost: n, Peek: peek, Reserve: l.reserve}
 	switch l.kind {
 	case algo.KindToken:
 		r.Rate = l.option

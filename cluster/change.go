@@ -10,10 +10,6 @@ import (
 // The changes redis-cli --cluster makes, each checked as Redis's clusterCommand
 // checks it, with its error texts (resp writes them after "ERR "), and saved.
 
-// ErrStatic refuses a change to a -cluster-nodes topology, which every node derives
-// alone from its flags: a change on one would not reach the others.
-var ErrStatic = errors.New("the topology is static (-cluster-nodes): start the nodes with -cluster-enabled to change it")
-
 // forgetFor is how long a forgotten node stays out of the table, as Redis's
 // CLUSTER_BLACKLIST_TTL: long enough for every node to be told to forget it.
 const forgetFor = 60 * time.Second

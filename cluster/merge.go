@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"time"
 )
 
@@ -13,9 +12,6 @@ import (
 // has a lower config epoch or no longer claims the slot itself, as Redis's
 // clusterUpdateSlotsConfigWith and owner_not_claiming_slot. Every node talks to
 // every other one, so each hears each claim from its claimant.
-
-// ErrNotCluster is a table that is none: the peer is not a cluster node.
-var ErrNotCluster = errors.New("cluster: the peer sent no table")
 
 // Merge folds a peer's table (its Table, or Describe) into this one and reports whether
 // anything changed; the change is saved.

@@ -199,9 +199,6 @@ func (c *Core) finalSave() error {
 	return c.save()
 }
 
-// ErrNoSnapshot is Save's error when snapshots are off.
-var ErrNoSnapshot = errors.New("core: snapshots are off: no Config.SnapshotPath")
-
 // SnapshotStatus is the snapshot bookkeeping, as INFO persistence and LASTSAVE show it.
 type SnapshotStatus struct {
 	// Path is Config.SnapshotPath, empty with snapshots off.

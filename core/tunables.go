@@ -28,8 +28,11 @@ type Tunables struct {
 	SaveRules []SaveRule
 }
 
-// Errors of UpdateTunables.
+// Errors of the core's methods.
 var (
+	// ErrNoSnapshot is Save's error when snapshots are off.
+	ErrNoSnapshot = errors.New("core: snapshots are off: no Config.SnapshotPath")
+	// The errors of UpdateTunables.
 	// ErrImmutable refuses a change of a setting fixed at start: the log level
 	// without Config.LogLevel.
 	ErrImmutable = errors.New("can't set immutable config")

@@ -17,13 +17,13 @@ import (
 	"time"
 )
 
-// The README's placeholders, which the tests replace with their loopback ports.
+// docs/gateway.md's placeholders, which the tests replace with their loopback ports.
 const (
 	readmeRLServer = "127.0.0.1:8080"
 	readmeBackend  = "127.0.0.1:3000"
 )
 
-// TestNginx runs the README's nginx block on Debian's nginx, in front of a backend
+// TestNginx runs docs/gateway.md's nginx block on Debian's nginx, in front of a backend
 // counting requests and of rlserver's /check: a burst of 8 from one client address
 // (X-Forwarded-For through real_ip) on 5 a minute gets 5 through and 3 × 429 with
 // Retry-After 1..60; another address gets through; the backend saw exactly those.
@@ -52,7 +52,7 @@ func TestNginx(t *testing.T) {
 	url := "http://127.0.0.1:" + port + "/"
 	burst(t, url, "X-Forwarded-For", "203.0.113.7", "198.51.100.9", be, rl, true)
 
-	// rlserver stopped: closed as it is, open with the README's two lines.
+	// rlserver stopped: closed as it is, open with docs/gateway.md's two lines.
 	open := strings.SplitN(readmeBlock(t, "nginx-fail-open"), "\n", 2)
 	conf = substitute(t, conf, "error_page 403 = @limited;", "error_page 403 = @limited;\n"+open[0],
 		"        location @limited {", open[1]+"        location @limited {")
@@ -83,7 +83,7 @@ func failMode(t *testing.T, closed string, want int, open string, be *backend) {
 	}
 }
 
-// TestCaddy runs the README's Caddyfile on Caddy 2.6, per API key: the same figures.
+// TestCaddy runs docs/gateway.md's Caddyfile on Caddy 2.6, per API key: the same figures.
 func TestCaddy(t *testing.T) {
 	bin := requireGateway(t, "caddy")
 	rl, be := startEdge(t), startBackend(t)
@@ -100,7 +100,7 @@ func TestCaddy(t *testing.T) {
 	url := "http://127.0.0.1:" + port + "/"
 	burst(t, url, "X-Api-Key", "k1", "k2", be, rl, false)
 
-	// rlserver stopped: closed as it is, open with the README's handle_errors, on a
+	// rlserver stopped: closed as it is, open with docs/gateway.md's handle_errors, on a
 	// second site of the same Caddy config (a second Caddy would share its admin lock).
 	openPort := freePort(t)
 	site := conf[strings.Index(conf, "\nhttp://"):]
@@ -243,27 +243,33 @@ func (b *backend) seen() string {
 	return b.log.String()
 }
 
-// readmeBlock is the README's fenced block after "<!-- tested: name -->".
+// readmeBlock is docs/gateway.md's fenced block after "<!-- tested: name -->".
 func readmeBlock(t *testing.T, name string) string {
 	t.Helper()
-	text, err := os.ReadFile("../README.md")
+	return docBlock(t, "../docs/gateway.md", name)
+}
+
+// docBlock is file's fenced block after "<!-- tested: name -->".
+func docBlock(t *testing.T, file, name string) string {
+	t.Helper()
+	text, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(text), "<!-- tested: "+name+" -->\n```")
 	if !ok {
-		t.Fatalf("README.md has no block marked <!-- tested: %s -->", name)
+		t.Fatalf("%s has no block marked <!-- tested: %s -->", file, name)
 	}
 	_, rest, _ = strings.Cut(rest, "\n") // the fence's language
 	block, _, ok := strings.Cut(rest, "\n```\n")
 	if !ok {
-		t.Fatalf("README.md: the %s block is not closed", name)
+		t.Fatalf("%s: the %s block is not closed", file, name)
 	}
 	return block + "\n"
 }
 
 // substitute replaces each old with its new, failing when the text lacks one: the
-// README and the test must agree on the placeholders.
+// page and the test must agree on the placeholders.
 func substitute(t *testing.T, text string, pairs ...string) string {
 	t.Helper()
 	for i := 0; i+1 < len(pairs); i += 2 {

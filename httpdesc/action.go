@@ -7,6 +7,8 @@
 //
 //	remote_address            remote_address = the client's address (see ClientIP)
 //	request_headers:H:KEY     KEY = header H's value; a missing header drops the descriptor
+//	request_headers:H:KEY:skip_if_absent  the same, but a missing header skips only this
+//	                          entry (Envoy's skip_if_absent): a priority class's header
 //	generic_key:VALUE[:KEY]   KEY (default generic_key) = VALUE
 //	method[:KEY]              KEY (default method) = the original request's method
 //	path[:KEY]                KEY (default path) = the original path, query stripped
@@ -63,6 +65,7 @@ type act struct {
 	key    string
 	header string // requestHeader: canonical header name
 	value  string // genericKey
+	skip   bool   // requestHeader: a missing header skips the entry, not the descriptor
 }
 
 // Descriptor is one parsed descriptor: its actions in order.
@@ -124,10 +127,11 @@ func parseAct(p string) (act, error) {
 	case "host":
 		return optKey(host, KeyHost)
 	case "request_headers":
-		if len(fields) != 2 || fields[0] == "" || fields[1] == "" {
-			return bad("want request_headers:HEADER:KEY")
+		skip := len(fields) == 3 && fields[2] == "skip_if_absent"
+		if len(fields) != 2 && !skip || fields[0] == "" || fields[1] == "" {
+			return bad("want request_headers:HEADER:KEY or request_headers:HEADER:KEY:skip_if_absent")
 		}
-		return act{kind: requestHeader, header: http.CanonicalHeaderKey(fields[0]), key: fields[1]}, nil
+		return act{kind: requestHeader, header: http.CanonicalHeaderKey(fields[0]), key: fields[1], skip: skip}, nil
 	case "generic_key":
 		switch {
 		case len(fields) == 1 && fields[0] != "":
@@ -161,8 +165,8 @@ type Options struct {
 }
 
 // Build appends d's entries for r to dst and reports whether the descriptor applies:
-// false when a header it reads is missing, or a subrequest tells no path (Envoy
-// drops the descriptor then).
+// false when a header it reads is missing (unless skip_if_absent: then that entry
+// alone is left out), or a subrequest tells no path (Envoy drops the descriptor then).
 func (d Descriptor) Build(dst []policy.Entry, r *http.Request, o Options) ([]policy.Entry, bool) {
 	for _, a := range d.acts {
 		var v string
@@ -171,6 +175,9 @@ func (d Descriptor) Build(dst []policy.Entry, r *http.Request, o Options) ([]pol
 			v = ClientIP(r, o.Trusted).String()
 		case requestHeader:
 			vs := r.Header[a.header] // canonical since Parse
+			if len(vs) == 0 && a.skip {
+				continue
+			}
 			if len(vs) == 0 {
 				return dst, false
 			}

@@ -78,7 +78,21 @@ func TestBuild(t *testing.T) {
 	if _, ok := d.Build(nil, r, Options{}); ok {
 		t.Error("a missing header kept the descriptor")
 	}
-	for _, bad := range []string{"", "cookie", "remote_address:", "generic_key", "request_headers:a", "path:a:b", "method,,host"} {
+	// skip_if_absent: a missing header leaves out its entry alone (a priority class
+	// falls to the policy's default), a present one is read as usual.
+	skip, err := Parse("remote_address,request_headers:X-Priority:priority:skip_if_absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := skip.Build(nil, r, Options{Trusted: Loopback}); !ok || len(got) != 1 || got[0].Key != "remote_address" {
+		t.Errorf("skip_if_absent without the header: %v %v", got, ok)
+	}
+	r.Header.Set("X-Priority", "critical")
+	if got, ok := skip.Build(nil, r, Options{Trusted: Loopback}); !ok || len(got) != 2 || got[1] != (policy.Entry{Key: "priority", Value: "critical"}) {
+		t.Errorf("skip_if_absent with the header: %v %v", got, ok)
+	}
+	for _, bad := range []string{"", "cookie", "remote_address:", "generic_key", "request_headers:a", "path:a:b", "method,,host",
+		"request_headers:a:b:skip", "request_headers:a:b:skip_if_absent:x"} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)
 		}

@@ -57,6 +57,8 @@ func (e *Engine) SetPolicy(p *Policy) {
 // planned is one descriptor's part of a decision.
 type planned struct {
 	r         *rule
+	entries   []Entry // the descriptor's entries, less its priority entry
+	class     int     // its priority class (domain.priorities)
 	unlimited bool
 	shared    []string
 	from, to  int // the state key: keys[from:to] (offsets, so the key buffer stays on the stack)
@@ -94,10 +96,25 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 	if len(req.Descriptors) > len(buf) {
 		plan = make([]planned, 0, len(req.Descriptors))
 	}
+	var classed []Entry // the entries less their priority entries, all descriptors'
+	if d.priorities != nil {
+		n := 0
+		for _, desc := range req.Descriptors {
+			n += len(desc.Entries)
+		}
+		classed = make([]Entry, 0, n)
+	}
 	replacing := false
 	for _, desc := range req.Descriptors {
-		pl := planned{hits: hitsOf(req, desc)}
-		r, shared := d.match(desc.Entries)
+		pl := planned{hits: hitsOf(req, desc), entries: desc.Entries}
+		if d.priorities != nil {
+			var err error
+			if pl.entries, pl.class, err = d.priorities.class(desc.Entries, classed[len(classed):]); err != nil {
+				return Response{}, err
+			}
+			classed = classed[:len(classed)+len(pl.entries)]
+		}
+		r, shared := d.match(pl.entries)
 		if desc.Limit != nil {
 			var err error
 			if r, err = override(d.name, r, *desc.Limit); err != nil {
@@ -125,16 +142,19 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 		pl.req = pl.r.req
 		pl.req.Cost = int64(pl.hits)
 		pl.req.Spend = pl.r.kind == algo.KindFixed && !d.allOrNothing
+		if d.priorities != nil {
+			pl.req.Reserve = d.priorities.reserveOf(pl.class, pl.req)
+		}
 		if req.Descriptors[i].Negative {
 			// Give back what earlier calls spent (algo's refunds), never past a
 			// fresh key's room.
-			pl.req.Refund, pl.req.Cost, pl.refund = pl.req.Cost, 0, true
+			pl.req.Refund, pl.req.Cost, pl.req.Reserve, pl.refund = pl.req.Cost, 0, 0, true
 		}
 		if err := checkSchedule(pl.req); err != nil {
 			return Response{}, fmt.Errorf("%w: descriptor %d: hits %d: %v", ErrInvalidRequest, i, pl.hits, err)
 		}
 		pl.from = len(keys)
-		keys = appendKey(keys, d.name, req.Descriptors[i].Entries, pl.shared, pl.r.kind.String()[3:], pl.r.window)
+		keys = appendKey(keys, d.name, pl.entries, pl.shared, pl.r.kind.String()[3:], pl.r.window)
 		pl.to = len(keys)
 	}
 	var err error
@@ -147,7 +167,7 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 		return Response{}, err
 	}
 	for i := range plan {
-		resp.Statuses[i] = e.status(&plan[i], req.Descriptors[i].Entries, now)
+		resp.Statuses[i] = e.status(&plan[i], plan[i].entries, now)
 		if resp.Statuses[i].Code == CodeOverLimit {
 			resp.Overall = CodeOverLimit
 		}
@@ -285,10 +305,14 @@ func (e *Engine) status(pl *planned, entries []Entry, now int64) Status {
 	if r.kind == algo.KindFixed {
 		rem := d.Remaining
 		switch {
-		case pl.req.Spend: // rem = limit - count after, negative past the limit
+		case pl.req.Spend && (d.Allowed || rem < 0):
+			// rem = limit - count after, negative past the limit
 			after = uint64(int64(limit) - rem)
 			before = after - hits
 			over = after > limit
+		case pl.req.Spend: // refused by its reserve alone: nothing spent (algo.Fixed)
+			before = limit - uint64(rem)
+			after = before + hits
 		case d.Allowed:
 			after = limit - uint64(rem)
 			before = after - hits

@@ -151,6 +151,10 @@ func parseDomain(file string, data []byte) (*domain, error) {
 				descs, err = asMaps(k, v)
 			case "all_or_nothing":
 				d.allOrNothing, err = asBool(k, v)
+			case "priorities":
+				if d.priorities, err = l.priorities(k, v); err != nil {
+					return nil, err
+				}
 			}
 			if err != nil {
 				return nil, l.fail(err, "")

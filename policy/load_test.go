@@ -71,6 +71,21 @@ func TestParseRefuses(t *testing.T) {
 			"burst and window out of range"},
 		{"unlimited with window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      window: 1m\n", "an unlimited rate_limit takes no window"},
 		{"all_or_nothing not bool", "domain: d\nall_or_nothing: 3\n", "all_or_nothing: cannot unmarshal '3' into a boolean"},
+		// Priorities (docs/policies.md): classes highest first, each leaving at least what
+		// the one above it leaves, at most 100%, a default among them.
+		{"priorities not ordered", "domain: d\npriorities:\n  descriptor_key: priority\n  classes:\n    - name: critical\n    - name: batch\n      reserve_percent: 50\n    - name: normal\n      reserve_percent: 20\n",
+			"p.yaml:8: priorities not ordered: 'normal' leaves 20%, less than the 50% of 'batch' above it"},
+		{"priority share over 100%", "domain: d\npriorities:\n  descriptor_key: priority\n  classes:\n    - name: critical\n    - name: batch\n      reserve_percent: 120\n",
+			"p.yaml:6: priority 'batch' leaves 120%: shares are at most 100%"},
+		{"unknown default priority", "domain: d\npriorities:\n  descriptor_key: priority\n  default: urgent\n  classes:\n    - name: critical\n    - name: batch\n      reserve_percent: 20\n",
+			"p.yaml:4: default: unknown priority 'urgent' (critical, batch)"},
+		{"duplicate priority", "domain: d\npriorities:\n  descriptor_key: priority\n  classes:\n    - name: a\n    - name: a\n", "p.yaml:6: duplicate priority 'a'"},
+		{"priority without a name", "domain: d\npriorities:\n  descriptor_key: priority\n  classes:\n    - reserve_percent: 5\n", "p.yaml:5: a priority class needs a name"},
+		{"no classes", "domain: d\npriorities:\n  descriptor_key: priority\n", "p.yaml:2: priorities need at least one class"},
+		{"no descriptor_key", "domain: d\npriorities:\n  classes:\n    - name: a\n", "p.yaml:2: priorities need a descriptor_key"},
+		{"negative share", "domain: d\npriorities:\n  descriptor_key: priority\n  classes:\n    - name: a\n      reserve_percent: -5\n", "p.yaml:6: reserve_percent: '-5' is not an integer"},
+		{"priorities a list", "domain: d\npriorities:\n  - name: a\n", "p.yaml:3: priorities: cannot unmarshal a list into a map"},
+		{"unknown class key", "domain: d\npriorities:\n  descriptor_key: priority\n  classes:\n    - name: a\n      share: 5\n", "p.yaml:6: config error, unknown key 'share'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := Parse("p.yaml", []byte(tc.yaml))
@@ -107,6 +122,8 @@ func TestParseAccepts(t *testing.T) {
 		{"window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {window: 90s, requests_per_unit: 10, algorithm: slide}\n", []Entry{{"a", "x"}}, "10/1m30s slide"},
 		{"token burst", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {window: 15m, requests_per_unit: 10, algorithm: token, burst: 40}\n", []Entry{{"a", "x"}}, "10/15m0s token"},
 		{"month", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: month, requests_per_unit: 1}\n", []Entry{{"a", "x"}}, "1/720h0m0s fixed"},
+		{"priorities", "domain: d\npriorities:\n  descriptor_key: priority\n  default: normal\n  classes:\n    - name: critical\n    - name: normal\n      reserve_percent: 20\n    - name: all\n      reserve_percent: 100\n" +
+			"descriptors:\n  - key: a\n    rate_limit: {unit: day, requests_per_unit: 3}\n", []Entry{{"a", "x"}}, "3/24h0m0s fixed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := Parse("p.yaml", []byte(tc.yaml))

@@ -24,6 +24,7 @@ type domain struct {
 	file         string
 	line         int
 	allOrNothing bool
+	priorities   *priorities // nil: no priority classes
 	root         *node
 }
 

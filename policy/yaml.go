@@ -30,12 +30,13 @@ var validKeys = map[string]bool{
 	"value_to_metric": true, "share_threshold": true,
 	// rlserver's extensions
 	"algorithm": true, "window": true, "burst": true, "all_or_nothing": true,
+	"priorities": true, "descriptor_key": true, "default": true, "classes": true, "reserve_percent": true,
 }
 
 // The keys of each level. envoyproxy/ratelimit ignores a valid key at the wrong level
 // (a `unit` beside `rate_limit` does nothing there); rlserver refuses it.
 var (
-	rootKeys       = keySet("domain", "descriptors", "all_or_nothing")
+	rootKeys       = keySet("domain", "descriptors", "all_or_nothing", "priorities")
 	descriptorKeys = keySet("key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode",
 		"detailed_metric", "value_to_metric", "share_threshold")
 	rateLimitKeys = keySet("unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "window", "burst")

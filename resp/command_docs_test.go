@@ -100,6 +100,17 @@ const rateLimitIntro = "Every `RL.*` command answers an array of five integers, 
 	"the reply is a fresh key's. REFUND takes neither COST nor PEEK (`ERR REFUND takes neither COST nor PEEK`); " +
 	"it is a write (refused on a replica, replicated from a primary). Leases end with RL.RELEASE; Redis's " +
 	"`GCRA` keeps Redis's grammar (refund its key with RL.GCRA).\n" +
+	"- `RESERVE n` (0 to limit; on RL.ACQUIRE and on each RL.ALL rule too) keeps the last n units of the " +
+	"key for calls without it: the call is admitted only if at least n units would remain after it (a " +
+	"call of cost n would still pass right after it; RL.LEAKY: n places left in the queue; RL.ACQUIRE: " +
+	"n places left among the leases). Otherwise it is refused, spends nothing, and `retry_after_ms` is " +
+	"the time until it would fit with its reserve, never early, or -1 when cost + n can never fit. A " +
+	"call without RESERVE may use everything. So \"20% of the fleet is kept for critical traffic\" is " +
+	"critical calls without RESERVE and the others with `RESERVE 20` on a limit of 100. `remaining` is " +
+	"then what the caller may still take: the key's remaining less n, at least 0. RESERVE decides who is " +
+	"admitted, never what an admitted call writes, so replicas and snapshots carry its calls as any " +
+	"other. `ERR reserve must be an integer between 0 and <limit>`; a refund takes none " +
+	"(`ERR REFUND takes no RESERVE`); CL.THROTTLE and Redis's `GCRA` keep their own grammar.\n" +
 	"- Options come in any order after the positional arguments, in any case.\n" +
 	"- A limited request consumes nothing, in every algorithm.\n" +
 	"- Bad input gets an error that names the argument and its range, and changes nothing: " +

@@ -6,7 +6,7 @@ import "github.com/rlserver/rlserver/algo"
 var flagsLimiter = []string{"write", "fast"}
 
 // limiterArgs are the arguments of an RL.* command: key, the two positional
-// numbers, its own option (if any), then COST, PEEK and REFUND.
+// numbers, its own option (if any), then COST, PEEK, REFUND and RESERVE.
 func limiterArgs(limit string, option *arg) []arg {
 	a := []arg{
 		{name: "key", typ: "key"},
@@ -20,6 +20,7 @@ func limiterArgs(limit string, option *arg) []arg {
 		arg{name: "cost", typ: "integer", token: "COST", optional: true},
 		arg{name: "peek", typ: "pure-token", token: "PEEK", optional: true},
 		arg{name: "refund", typ: "integer", token: "REFUND", optional: true},
+		arg{name: "reserve", typ: "integer", token: "RESERVE", optional: true},
 	)
 }
 
@@ -44,6 +45,7 @@ var rlAllArgs = []arg{{name: "rule", typ: "block", multiple: true, args: []arg{
 		{name: "queue", typ: "integer", token: "QUEUE"},
 		{name: "peek", typ: "pure-token", token: "PEEK"},
 		{name: "refund", typ: "integer", token: "REFUND"},
+		{name: "reserve", typ: "integer", token: "RESERVE"},
 	}},
 }}}
 
@@ -63,6 +65,11 @@ var limitCommands = []*command{
 			{"RL.FIXED api:alice 3 60000 COST 3", "1 3 0 0 60000"},
 			{"RL.FIXED api:alice 3 60000", "0 3 0 60000 60000"},
 			{"RL.FIXED api:alice 3 60000 REFUND 2", "1 3 2 0 60000"},
+			// RESERVE 2 keeps the last 2 of 10 for the calls without it.
+			{"RL.FIXED fleet:api 10 60000 COST 7 RESERVE 2", "1 10 1 0 60000"},
+			{"RL.FIXED fleet:api 10 60000 RESERVE 2", "1 10 0 0 60000"},
+			{"RL.FIXED fleet:api 10 60000 RESERVE 2", "0 10 0 60000 60000"},
+			{"RL.FIXED fleet:api 10 60000", "1 10 1 0 60000"},
 		},
 		run: limiter(parseKind(algo.KindFixed)),
 	},
@@ -249,7 +256,7 @@ var limitCommands = []*command{
 		complexity: "O(n) in the rules, each as its own command",
 		args:       rlAllArgs,
 		doc: "Each rule is an algorithm (FIXED, SLIDE, LOG, TOKEN, GCRA or LEAKY), then that command's " +
-			"key, limit and window_ms, then its options (COST, RATE, BURST, QUEUE, REFUND), in any order; the " +
+			"key, limit and window_ms, then its options (COST, RATE, BURST, QUEUE, REFUND, RESERVE), in any order; the " +
 			"next algorithm word starts the next rule. At most 64 rules, each on its own key. `PEEK` " +
 			"may come among any rule's options and applies to the whole call. The reply is `allowed` " +
 			"(1 if every rule admits), then each rule's five fields in order. If every rule admits, " +
@@ -280,6 +287,7 @@ var limitCommands = []*command{
 			{name: "limit", typ: "integer"},
 			{name: "lease_ms", typ: "integer"},
 			{name: "id", typ: "string", token: "ID", optional: true},
+			{name: "reserve", typ: "integer", token: "RESERVE", optional: true},
 		},
 		doc: "A concurrency limit that survives crashes: at most `limit` leases live at once, and " +
 			"each ends by itself `lease_ms` after it was taken or renewed, so a process that dies " +
@@ -292,11 +300,17 @@ var limitCommands = []*command{
 			"extends it instead of taking a second place. `limit` is 1 to the server's " +
 			"`-max-log-limit` (a lease costs memory as a log entry does), `lease_ms` 1 to 31536000000. " +
 			"The key goes with its last lease; `TYPE` answers `rl.lease`, `PTTL` the time to the last " +
-			"lease's end.",
+			"lease's end. `RESERVE n` (0 to limit) keeps n places for calls without it: a new lease is " +
+			"taken only while fewer than limit − n are live (an ID's retry still extends its lease), " +
+			"`remaining` counts limit − n, and `retry_after_ms` is -1 when n = limit.",
 		examples: []example{
 			{"RL.ACQUIRE jobs:export 2 30000 ID w1", "1 2 1 0 w1"},
 			{"RL.ACQUIRE jobs:export 2 30000 ID w2", "1 2 0 0 w2"},
 			{"RL.ACQUIRE jobs:export 2 30000 ID w3", "0 2 0 30000 (nil)"},
+			{"RL.ACQUIRE jobs:batch 3 30000 ID b1 RESERVE 1", "1 3 1 0 b1"},
+			{"RL.ACQUIRE jobs:batch 3 30000 ID b2 RESERVE 1", "1 3 0 0 b2"},
+			{"RL.ACQUIRE jobs:batch 3 30000 ID b3 RESERVE 1", "0 3 0 30000 (nil)"},
+			{"RL.ACQUIRE jobs:batch 3 30000 ID c1", "1 3 0 0 c1"},
 		},
 		run: cmdAcquire,
 	},

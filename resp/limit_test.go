@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestAcceptance is the check of issue 3: a fresh server on the real clock answers
+// TestAcceptance: a fresh server on the real clock answers
 // RL.TOKEN user:1 10 1000 with 1 10 9 0 100, in RESP3 (go-redis's default) and RESP2.
 func TestAcceptance(t *testing.T) {
 	for _, proto := range []int{3, 2} {

@@ -52,9 +52,9 @@ var policyCommands = []*command{
 			"week, month or year`, `ERR syntax error`, and the engine's `ERR invalid request: ...` " +
 			"(an empty domain or key, more than 64 descriptors, a value over 4096 bytes). Without " +
 			"-limits: `ERR no policy in force: start rlserver with -limits`. A write: a replica " +
-			"answers READONLY.",
-		examples: []example{},
-		run:      cmdPolicy,
+			"answers READONLY. An example, with a policy loaded, is in docs/policies.md " +
+			"(\"Deciding\"), replayed by docs' tests.",
+		run: cmdPolicy,
 	},
 	{
 		name: "rl.limits", arity: 1, flags: []string{"readonly", "loading", "stale"},

@@ -3,6 +3,10 @@
 # redis-benchmark in the same run on the same machine (loopback only, bounded by -n).
 # Usage: scripts/bench-server.sh [requests]   (make bench-server builds bin/rlserver first)
 #        BENCH_ALGOS="all3 acquire" scripts/bench-server.sh   (only those rows)
+# The percore rows pin each server to CPU 0 and redis-benchmark to CPU 1 (taskset):
+# RL.TOKEN against Redis's INCR, SET PX and PING on one core each, and the share of
+# rlserver's CPU spent in expiry, from a CPU profile of a build with -tags
+# rlserver_pprof (cmd/rlserver/pprof.go; the default build serves no profile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +20,9 @@ RL_PORT=${RL_PORT:-16380}
 REDIS_PORT=${REDIS_PORT:-16379}
 # Rows: an algorithm (RL.<ALGO>), all3 (RL.ALL of three rules), acquire (RL.ACQUIRE), or
 # acl (RL.TOKEN at -P 16 as an ACL user of 10 key patterns against the default user).
-ALGOS=${BENCH_ALGOS:-"token fixed slide log all3 acquire acl"}
+ALGOS=${BENCH_ALGOS:-"token fixed slide log all3 acquire acl percore"}
+PERCORE_PORT=${PERCORE_PORT:-16381}
+PPROF_PORT=${PPROF_PORT:-16382}
 # The acl row's user: ten key patterns, the keys matching the last, so that each call
 # checks all ten; CONFIG GET for redis-benchmark's look at the server's settings.
 ACL_USER="bench on >benchpass ~t0:* ~t1:* ~t2:* ~t3:* ~t4:* ~t5:* ~t6:* ~t7:* ~t8:* ~user:* +@ratelimit +config|get"
@@ -29,9 +35,10 @@ done
 tmp=$(mktemp -d)
 # rlbench prints each command's reference script (lua.Named), as package lua builds it.
 go build -C cmd/rlbench -o "$tmp/rlbench" . || { rm -rf "$tmp"; exit 1; }
+pc_pid=
 cleanup() {
   redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-  kill "$rl_pid" 2>/dev/null || true
+  kill "$rl_pid" $pc_pid 2>/dev/null || true
   wait 2>/dev/null || true
   rm -rf "$tmp"
 }
@@ -41,14 +48,17 @@ bin/rlserver -addr "127.0.0.1:$RL_PORT" -loglevel warn -user "$ACL_USER" &
 rl_pid=$!
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
   --dir "$tmp" >/dev/null &
+redis_pid=$!
 for port in "$RL_PORT" "$REDIS_PORT"; do
   for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 done
 
-# bench PORT PIPELINE ARGS... prints "rps p50_ms p99_ms" from redis-benchmark's CSV line.
+# bench PORT PIPELINE ARGS... prints "rps p50_ms p99_ms" from redis-benchmark's CSV line;
+# $CLIENT_CPU (the percore rows' taskset) pins it.
+CLIENT_CPU=
 bench() {
   local port=$1 pipeline=$2; shift 2
-  redis-benchmark -p "$port" --threads "$THREADS" -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P "$pipeline" --csv "$@" |
+  $CLIENT_CPU redis-benchmark -p "$port" --threads "$THREADS" -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P "$pipeline" --csv "$@" |
     awk -F'","' 'NR==2 { print $2, $5, $7 }'
 }
 
@@ -62,7 +72,7 @@ check() {
 
 printf '%-10s %3s %12s %12s %7s %9s %9s\n' algo P rlserver_rps redis_lua_rps ratio rl_p99 lua_p99
 for algo in $ALGOS; do
-  [ "$algo" = acl ] && continue # after the loop: its columns differ
+  [ "$algo" = acl ] || [ "$algo" = percore ] && continue # after the loop: their columns differ
   # rl_cmd is the call on rlserver; script, lua_keys and lua_args the same call as EVALSHA
   # of the reference script on Redis (its ARGV layout: lua/lua.go's package comment).
   case $algo in
@@ -115,3 +125,46 @@ fi
 # The ceiling for a RESP server on this machine: Redis's own INCR.
 read -r incr_rps _ incr_p99 < <(bench "$REDIS_PORT" 16 INCR "counter:__rand_int__")
 printf '%-10s %3s %12s %12s %7s %9s %9s\n' redis-incr 16 - "$incr_rps" - - "$incr_p99"
+
+# percore: rlserver and Redis on one core each, in the same run, the targets of issue 41:
+# RL.TOKEN at -P 16 against Redis's INCR (a keyed write without a TTL) and SET PX (the
+# cheapest keyed write with one), at -P 1 against PING; then a CPU profile of rlserver
+# over a second RL.TOKEN -P 16 run: the share under ttl.(*Wheel).Advance, which every
+# expiry goes through (the wheels' walks and the removals). Needs taskset, curl, 2 CPUs.
+if [[ " $ALGOS " == *" percore "* ]]; then
+  if ! command -v taskset >/dev/null || ! command -v curl >/dev/null || [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ]; then
+    echo "percore: needs taskset, curl and 2 CPUs (BENCH_ALGOS without percore runs the rest)" >&2
+    exit 1
+  fi
+  go build -tags rlserver_pprof -o "$tmp/rlserver-pprof" ./cmd/rlserver
+  RLSERVER_PPROF="127.0.0.1:$PPROF_PORT" taskset -c 0 "$tmp/rlserver-pprof" \
+    -addr "127.0.0.1:$PERCORE_PORT" -loglevel warn &
+  pc_pid=$!
+  taskset -acp 0 "$redis_pid" >/dev/null
+  for _ in $(seq 50); do redis-cli -p "$PERCORE_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  CLIENT_CPU="taskset -c 1"
+  tok=(RL.TOKEN "user:__rand_int__" 100 1000)
+  check "$PERCORE_PORT" "${tok[@]}"
+  printf '%-10s %3s %12s %12s %7s %9s %9s\n' percore P rlserver_rps redis_rps ratio rl_p99 redis_p99
+  # row LABEL PIPELINE REDIS_ARGS... : RL.TOKEN on rlserver, then REDIS_ARGS on Redis.
+  row() {
+    local label=$1 pipeline=$2; shift 2
+    read -r rl_rps _ rl_p99 < <(bench "$PERCORE_PORT" "$pipeline" "${tok[@]}")
+    read -r redis_rps _ redis_p99 < <(bench "$REDIS_PORT" "$pipeline" "$@")
+    ratio=$(awk -v a="$rl_rps" -v b="$redis_rps" 'BEGIN { printf "%.2f", a / b }')
+    printf '%-10s %3s %12s %12s %6sx %9s %9s\n' "$label" "$pipeline" "$rl_rps" "$redis_rps" "$ratio" "$rl_p99" "$redis_p99"
+  }
+  row vs-incr 16 INCR "counter:__rand_int__"
+  row vs-setpx 16 SET "key:__rand_int__" 1 PX 2000
+  row vs-ping 1 PING
+  # The profile covers 3 s from the second second of a run of 6N calls (6 s at 300k/s).
+  secs=3
+  (sleep 1; curl -s -o "$tmp/cpu.pb.gz" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=$secs") &
+  prof_pid=$!
+  N=$((6 * N)) bench "$PERCORE_PORT" 16 "${tok[@]}" >/dev/null
+  wait "$prof_pid"
+  # -focus keeps the samples under Advance; the header gives their share of all.
+  go tool pprof -top -nodefraction=0 -nodecount=100000 -focus='ttl\.\(\*Wheel\)\.Advance$' "$tmp/rlserver-pprof" "$tmp/cpu.pb.gz" 2>/dev/null |
+    awk -v s="$secs" '/^Showing nodes accounting for/ { gsub(",", ""); printf "expiry: %s of rlserver'"'"'s CPU (%s of %s, a %d s profile of RL.TOKEN -P 16)\n", $6, $5, $8, s; found = 1 }
+      END { if (!found) print "expiry: no sample under ttl.(*Wheel).Advance" }'
+fi

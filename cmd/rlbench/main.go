@@ -31,6 +31,12 @@
 // redis-server, both started here, pinned apart from the load (make bench-rls):
 //
 //	rlbench rls [-rlserver-bin bin/rlserver] [-time 10s] [-streams 32] [-users 100000]
+//
+// overload offers an application of fixed capacity 0.5x to 3x its capacity, with no
+// shedding, a static limit, failsafe-go's adaptive limiter and package shed, each in
+// turn (make bench-overload; docs/overload.md):
+//
+//	rlbench overload [-workers 8] [-service 10ms] [-time 2s] [-warmup 1s] [-queue 100ms]
 package main
 
 import (
@@ -93,6 +99,13 @@ var experiments = []experiment{
 }
 
 func main() {
+	if spec := os.Getenv(overloadAppEnv); spec != "" {
+		if err := runOverloadApp(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench overload app:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if spec := os.Getenv(replicaEnv); spec != "" {
 		if err := runReplica(spec); err != nil {
 			fmt.Fprintln(os.Stderr, "rlbench replica:", err)
@@ -122,6 +135,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "edge" {
 		return runEdgeBench(ctx, args[1:], w)
+	}
+	if len(args) > 0 && args[0] == "overload" {
+		return runOverloadBench(ctx, args[1:], w)
 	}
 	cfg, name, err := parseFlags(args)
 	if err != nil {

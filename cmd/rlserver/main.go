@@ -117,7 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.cfg.EnableDebugCommand, "enable-debug-command", false, "accept DEBUG CLOCK SET|ADVANCE|REAL, for tests")
 	fs.Var((*memoryFlag)(&o.cfg.MaxMemory), "maxmemory", "bound on the store's memory in `bytes` (suffixes k, kb, m, mb, g, gb); 0: none")
 	fs.TextVar(&o.cfg.MaxMemoryPolicy, "maxmemory-policy", store.PolicyVolatileTTL,
-		"`policy` past -maxmemory: volatile-ttl evicts the keys closest to fresh, noeviction refuses new keys (OOM)")
+		"`policy` once -maxmemory is set: volatile-ttl evicts the keys closest to fresh, noeviction refuses new keys (OOM); without -maxmemory nothing is evicted, and CONFIG GET and INFO answer noeviction")
 	fs.StringVar(&o.cfg.SnapshotPath, "snapshot", "", "snapshot `file`: loaded at start, saved when changed, on SAVE and at shutdown; empty: no snapshots")
 	fs.DurationVar(&o.cfg.SnapshotInterval, "snapshot-interval", resp.DefaultSnapshotInterval, "how often a changed store is saved to -snapshot")
 	fs.BoolVar(&o.cfg.SnapshotIgnoreCorrupt, "snapshot-ignore-corrupt", false, "start empty, with a warning, when the -snapshot file is corrupt, instead of refusing to start")

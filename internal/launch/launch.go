@@ -29,9 +29,15 @@ import (
 	"github.com/rlserver/rlserver/resp"
 )
 
-// ErrNoRedis is returned when redis-server or redis-cli is not on PATH.
-var ErrNoRedis = errors.New("launch: redis-server and redis-cli not on PATH: install them " +
-	"(Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)")
+// Errors of a start whose programs are missing.
+var (
+	// ErrNoRedis is returned when redis-server or redis-cli is not on PATH.
+	ErrNoRedis = errors.New("launch: redis-server and redis-cli not on PATH: install them " +
+		"(Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)")
+	// ErrNoRatelimit is returned when envoyproxy/ratelimit's binary is not found.
+	ErrNoRatelimit = errors.New("launch: envoyproxy/ratelimit not found: go install " +
+		"github.com/envoyproxy/ratelimit/src/service_cmd@" + RatelimitVersion + " (or set RATELIMIT_BIN)")
+)
 
 // Timeouts of a start.
 const (

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,10 +14,6 @@ import (
 // RatelimitVersion is the envoyproxy/ratelimit that the side-by-side tests and
 // make bench-rls run against (.ci/run installs it).
 const RatelimitVersion = "v1.4.1-0.20260122083618-3fb702589d36"
-
-// ErrNoRatelimit is returned when envoyproxy/ratelimit's binary is not found.
-var ErrNoRatelimit = errors.New("launch: envoyproxy/ratelimit not found: go install " +
-	"github.com/envoyproxy/ratelimit/src/service_cmd@" + RatelimitVersion + " (or set RATELIMIT_BIN)")
 
 // RatelimitBin finds envoyproxy/ratelimit's service_cmd: $RATELIMIT_BIN, else on
 // PATH, else where go install put it ($GOBIN, $(go env GOPATH)/bin).

@@ -2,7 +2,7 @@
 // in anonymous private mappings (mmap), as VictoriaMetrics/fastcache's malloc_mmap.go
 // does for its chunks.
 //
-// Why (issue 13): users measure a server's memory by its RSS, and on the Go heap the
+// Why: users measure a server's memory by its RSS, and on the Go heap the
 // store cost about twice what it holds. The collector lets the heap grow to twice the
 // live data before collecting (GOGC=100) and hands freed spans back to the OS only
 // slowly; a slice that grows by copying leaves its old array behind until then

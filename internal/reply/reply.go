@@ -16,7 +16,9 @@ import "strings"
 // Error is an error whose text is an error reply, whole and without its '-': the
 // server writes Text as it is. A pointer, so that storing one in an error allocates
 // nothing: parsers pick one of the package-level errors on the hot path.
-type Error struct{ Text string }
+type Error struct {
+	Text string // the reply, e.g. "ERR syntax error"
+}
 
 // Error returns the reply's text.
 func (e *Error) Error() string { return e.Text }
@@ -39,6 +41,8 @@ const (
 	LeaseMs     = "ERR lease_ms must be an integer between 1 and 31536000000"
 	LeaseID     = "ERR lease id must be 1 to 128 bytes"
 	RefundAlone = "ERR REFUND takes neither COST nor PEEK"
+	// RefundReserve: a refund always admits, so a reserve would say nothing.
+	RefundReserve = "ERR REFUND takes no RESERVE"
 
 	// RL.POLICY's grammar.
 	NoDescriptor  = "ERR RL.POLICY needs at least one DESCRIPTOR"
@@ -80,6 +84,7 @@ const (
 	limitUpTo   = "ERR limit must be an integer between 1 and "
 	costUpTo    = "ERR cost must be an integer between 0 and "
 	refundUpTo  = "ERR refund must be an integer between 1 and "
+	reserveUpTo = "ERR reserve must be an integer between 0 and "
 	hitsBetween = "ERR hits must be an integer between "
 	invalid     = "ERR invalid request: "
 	arityOf     = "ERR wrong number of arguments for '"
@@ -95,6 +100,9 @@ func CostUpTo(most string) string { return costUpTo + most }
 
 // RefundUpTo is the reply to a REFUND out of 1..most (COST's bound).
 func RefundUpTo(most string) string { return refundUpTo + most }
+
+// ReserveUpTo is the reply to a RESERVE out of 0..most (the limit).
+func ReserveUpTo(most string) string { return reserveUpTo + most }
 
 // HitsBetween is the reply to an RL.POLICY HITS out of lo..most.
 func HitsBetween(lo, most string) string { return hitsBetween + lo + " and " + most }
@@ -116,7 +124,7 @@ func UnknownAlgorithm(word string) string {
 var fixed = map[string]bool{
 	Syntax: true, Limit: true, Window: true, Rate: true, Burst: true, Queue: true, MaxBurst: true,
 	Count: true, Period: true, Quantity: true, UnknownKind: true, AllTooMany: true, AllUnknown: true,
-	LeaseMs: true, LeaseID: true, RefundAlone: true, NoDescriptor: true, EntryPairs: true, NoEntries: true,
+	LeaseMs: true, LeaseID: true, RefundAlone: true, RefundReserve: true, NoDescriptor: true, EntryPairs: true, NoEntries: true,
 	PolicyLimit: true, PolicyUnit: true, HitsAndRefund: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
 	GCRAMaxBurst: true, GCRANotInt: true, GCRAPositive: true, GCRAFloat: true, GCRAPeriod: true,
 	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true,
@@ -131,6 +139,7 @@ func BadRequest(msg string) bool {
 	case fixed[msg]:
 		return true
 	case strings.HasPrefix(msg, limitUpTo), strings.HasPrefix(msg, costUpTo), strings.HasPrefix(msg, refundUpTo),
+		strings.HasPrefix(msg, reserveUpTo),
 		strings.HasPrefix(msg, hitsBetween), strings.HasPrefix(msg, invalid):
 		return true
 	case strings.HasPrefix(msg, arityOf) && strings.HasSuffix(msg, "' command"):

@@ -12,6 +12,8 @@ func TestBadRequest(t *testing.T) {
 		{CostUpTo("1000"), true},
 		{RefundUpTo("1000"), true},
 		{RefundAlone, true},
+		{ReserveUpTo("100"), true},
+		{RefundReserve, true},
 		{NoEntries, true},
 		{HitsBetween("0", "9"), true},
 		{InvalidRequest("empty key"), true},

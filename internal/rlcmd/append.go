@@ -30,8 +30,8 @@ func RLAllWord(kind algo.Kind) string {
 }
 
 // AppendRequest appends to dst r's words after the key, which ParseRequest reads
-// back as r: the positional arguments, then COST (unless r refunds), PEEK, REFUND and
-// the algorithm's own option (RATE, BURST or QUEUE) when it is not 0, the default.
+// back as r: the positional arguments, then COST (unless r refunds), PEEK, REFUND,
+// RESERVE and the algorithm's own option (RATE, BURST or QUEUE) when it is not 0, the default.
 // CL.THROTTLE's are max_burst count_per_period period_s and the quantity, or REFUND n.
 // Numbers are appended as int64. r is a request as ParseRequest gives them: a refund
 // spends nothing (Cost 0) and CL.THROTTLE takes no PEEK, so neither is written.
@@ -51,6 +51,9 @@ func AppendRequest(dst []any, r algo.Request) []any {
 	}
 	if r.Peek {
 		dst = append(dst, "PEEK")
+	}
+	if r.Reserve != 0 {
+		dst = append(dst, "RESERVE", r.Reserve)
 	}
 	switch {
 	case r.Kind == algo.KindToken && r.Rate != 0:
@@ -73,12 +76,15 @@ func AppendRLAll(dst []any, rules []algo.Rule) []any {
 	return dst
 }
 
-// AppendAcquire appends to dst RL.ACQUIRE's words after the key: limit lease_ms, and
-// ID id when r names one. ParseAcquire reads them back as r.
+// AppendAcquire appends to dst RL.ACQUIRE's words after the key: limit lease_ms, ID id
+// when r names one and RESERVE n when it is not 0. ParseAcquire reads them back as r.
 func AppendAcquire(dst []any, r algo.LeaseRequest) []any {
 	dst = append(dst, r.Limit, r.Duration/1000)
 	if r.ID != nil {
 		dst = append(dst, "ID", string(r.ID))
+	}
+	if r.Reserve != 0 {
+		dst = append(dst, "RESERVE", r.Reserve)
 	}
 	return dst
 }

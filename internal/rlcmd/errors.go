@@ -19,23 +19,24 @@ var (
 	ErrSyntax = &reply.Error{Text: reply.Syntax}
 
 	// The arguments of the RL.* commands, CL.THROTTLE, RL.ALL and the leases.
-	errLimit        = &reply.Error{Text: reply.Limit}
-	errWindow       = &reply.Error{Text: reply.Window}
-	errRate         = &reply.Error{Text: reply.Rate}
-	errBurst        = &reply.Error{Text: reply.Burst}
-	errQueue        = &reply.Error{Text: reply.Queue}
-	errMaxBurst     = &reply.Error{Text: reply.MaxBurst}
-	errCount        = &reply.Error{Text: reply.Count}
-	errPeriod       = &reply.Error{Text: reply.Period}
-	errQuantity     = &reply.Error{Text: reply.Quantity}
-	errUnknownKind  = &reply.Error{Text: reply.UnknownKind}
-	errRLAllArity   = &reply.Error{Text: reply.Arity("rl.all")}
-	errRLAllTooMany = &reply.Error{Text: reply.AllTooMany}
-	errRLAllUnknown = &reply.Error{Text: reply.AllUnknown}
-	errLeaseMs      = &reply.Error{Text: reply.LeaseMs}
-	errLeaseID      = &reply.Error{Text: reply.LeaseID}
-	errRenewArity   = &reply.Error{Text: reply.Arity("rl.renew")}
-	errRefundAlone  = &reply.Error{Text: reply.RefundAlone}
+	errLimit         = &reply.Error{Text: reply.Limit}
+	errWindow        = &reply.Error{Text: reply.Window}
+	errRate          = &reply.Error{Text: reply.Rate}
+	errBurst         = &reply.Error{Text: reply.Burst}
+	errQueue         = &reply.Error{Text: reply.Queue}
+	errMaxBurst      = &reply.Error{Text: reply.MaxBurst}
+	errCount         = &reply.Error{Text: reply.Count}
+	errPeriod        = &reply.Error{Text: reply.Period}
+	errQuantity      = &reply.Error{Text: reply.Quantity}
+	errUnknownKind   = &reply.Error{Text: reply.UnknownKind}
+	errRLAllArity    = &reply.Error{Text: reply.Arity("rl.all")}
+	errRLAllTooMany  = &reply.Error{Text: reply.AllTooMany}
+	errRLAllUnknown  = &reply.Error{Text: reply.AllUnknown}
+	errLeaseMs       = &reply.Error{Text: reply.LeaseMs}
+	errLeaseID       = &reply.Error{Text: reply.LeaseID}
+	errRenewArity    = &reply.Error{Text: reply.Arity("rl.renew")}
+	errRefundAlone   = &reply.Error{Text: reply.RefundAlone}
+	errRefundReserve = &reply.Error{Text: reply.RefundReserve}
 
 	// algo's schedule errors, in each command's terms (scheduleError).
 	errBurstSpan    = &reply.Error{Text: reply.BurstSpan}
@@ -72,6 +73,11 @@ func costError(most int64) error {
 // refundError is the reply to a REFUND out of 1..most (COST's bound).
 func refundError(most int64) error {
 	return &reply.Error{Text: reply.RefundUpTo(strconv.FormatInt(most, 10))}
+}
+
+// reserveError is the reply to a RESERVE out of 0..most (the limit).
+func reserveError(most int64) error {
+	return &reply.Error{Text: reply.ReserveUpTo(strconv.FormatInt(most, 10))}
 }
 
 // unknownAlgorithmError is the reply to an RL.ALL whose first word is no algorithm.

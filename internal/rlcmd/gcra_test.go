@@ -41,7 +41,7 @@ func TestParseGCRA(t *testing.T) {
 		{"0 1 +1.5", native(0, 1, 1.5, 1, 1_500_000)},
 		{"0 1 .5", native(0, 1, 0.5, 1, 500_000)},
 		{"0 1 007", native(0, 1, 7, 1, 7_000_000)},
-		// No 100-year bound: Redis's own checks only (issue 25).
+		// No 100-year bound: Redis's own checks only.
 		{"99 1 31536000", native(99, 1, 31_536_000, 1, year)},
 		{"100 1 31536000", native(100, 1, 31_536_000, 1, year)},
 		{"4000000000 1 1", native(4_000_000_000, 1, 1, 1, 1_000_000)},

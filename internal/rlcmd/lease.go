@@ -6,7 +6,8 @@ import (
 	"github.com/rlserver/rlserver/algo"
 )
 
-// ParseAcquire reads RL.ACQUIRE's arguments after the key: limit lease_ms [ID id]. The
+// ParseAcquire reads RL.ACQUIRE's arguments after the key: limit lease_ms [ID id]
+// [RESERVE n], n from 0 to the limit (algo.LeaseRequest.Reserve). The
 // limit is at most maxLogLimit (capped at 1e9), since a lease set's memory grows with
 // it as a log's does; lease_ms is at most a year; the ID option's keyword is
 // case-insensitive, its id binary-safe, 1 to 128 bytes, and any other option is
@@ -26,13 +27,20 @@ func ParseAcquire(args [][]byte, maxLogLimit int64) (algo.LeaseRequest, error) {
 		return algo.LeaseRequest{}, errLeaseMs
 	}
 	for i := 2; i < len(args); i += 2 {
-		if !bytes.EqualFold(args[i], []byte("ID")) || i+1 == len(args) {
+		switch {
+		case i+1 == len(args):
 			return algo.LeaseRequest{}, ErrSyntax
-		}
-		if id := args[i+1]; len(id) == 0 || len(id) > algo.MaxLeaseID {
+		case bytes.EqualFold(args[i], []byte("RESERVE")):
+			if r.Reserve, ok = ParseIntIn(args[i+1], 0, r.Limit); !ok {
+				return algo.LeaseRequest{}, reserveError(r.Limit)
+			}
+		case !bytes.EqualFold(args[i], []byte("ID")):
+			return algo.LeaseRequest{}, ErrSyntax
+		case len(args[i+1]) == 0 || len(args[i+1]) > algo.MaxLeaseID:
 			return algo.LeaseRequest{}, errLeaseID
+		default:
+			r.ID = args[i+1]
 		}
-		r.ID = args[i+1]
 	}
 	return r, nil
 }

@@ -18,9 +18,11 @@ func TestParseAcquire(t *testing.T) {
 		{"1 1 ID job-7", algo.LeaseRequest{Limit: 1, Duration: 1000, ID: []byte("job-7")}},
 		{"1 1 id a ID b", algo.LeaseRequest{Limit: 1, Duration: 1000, ID: []byte("b")}}, // the last ID wins
 		{"1 1 Id " + strings.Repeat("x", 128), algo.LeaseRequest{Limit: 1, Duration: 1000, ID: []byte(strings.Repeat("x", 128))}},
+		{"10 1 RESERVE 2", algo.LeaseRequest{Limit: 10, Duration: 1000, Reserve: 2}},
+		{"10 1 reserve 10 ID j RESERVE 0", algo.LeaseRequest{Limit: 10, Duration: 1000, ID: []byte("j")}},
 	} {
 		got, err := ParseAcquire(split(c.args), 100_000)
-		if err != nil || got.Limit != c.want.Limit || got.Duration != c.want.Duration || !bytes.Equal(got.ID, c.want.ID) ||
+		if err != nil || got.Limit != c.want.Limit || got.Reserve != c.want.Reserve || got.Duration != c.want.Duration || !bytes.Equal(got.ID, c.want.ID) ||
 			(got.ID == nil) != (c.want.ID == nil) {
 			t.Errorf("ParseAcquire(%q) = %+v, %v; want %+v", c.args, got, err, c.want)
 		}
@@ -51,6 +53,10 @@ func TestParseLeaseErrors(t *testing.T) {
 		{false, []string{"1", "1000", "ID", strings.Repeat("x", 129)}, id},
 		{false, []string{"1", "1000", "PEEK"}, "ERR syntax error"},
 		{false, []string{"1", "1000", "COST", "1"}, "ERR syntax error"},
+		{false, []string{"3", "1000", "RESERVE"}, "ERR syntax error"},
+		{false, []string{"3", "1000", "RESERVE", "4"}, "ERR reserve must be an integer between 0 and 3"},
+		{false, []string{"3", "1000", "RESERVE", "-1"}, "ERR reserve must be an integer between 0 and 3"},
+		{false, []string{"3", "1000", "RESERVE", "one"}, "ERR reserve must be an integer between 0 and 3"},
 		{true, []string{"id"}, "ERR wrong number of arguments for 'rl.renew' command"},
 		{true, []string{"id", "1", "2"}, "ERR wrong number of arguments for 'rl.renew' command"},
 		{true, []string{"id", "0"}, lease},

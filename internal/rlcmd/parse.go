@@ -11,14 +11,15 @@ import (
 // option winning) and validates them. Errors are Redis error replies, whole, e.g.
 // "ERR limit must be an integer between 1 and 1000000000".
 //
-// RL.* take limit and window_ms, then COST n, PEEK and REFUND n, plus RATE r (RL.TOKEN), BURST b
+// RL.* take limit and window_ms, then COST n, PEEK, REFUND n and RESERVE n (0 to the
+// limit: algo.Request.Reserve), plus RATE r (RL.TOKEN), BURST b
 // (RL.GCRA) or QUEUE q (RL.LEAKY); any other option is "ERR syntax error". RL.LOG's limit
 // is at most maxLogLimit (capped at 1e9). CL.THROTTLE takes max_burst (0..1e9),
 // count_per_period (1..1e9), period_s (1..31536000, a year) and an optional quantity
 // (0..1e9, default 1), and no options: like redis-cell, any other count of arguments is
 // an arity error, but REFUND n may follow period_s instead of a quantity. REFUND n
 // (1 to COST's bound; CL.THROTTLE: 1 to 1e9) gives back instead of spending
-// (algo.Request.Refund, Cost 0) and takes neither COST nor PEEK. Integers are spelled
+// (algo.Request.Refund, Cost 0) and takes neither COST nor PEEK, nor RESERVE. Integers are spelled
 // as Redis reads them: optional '-', no '+', no leading zeros, no spaces.
 func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Request, error) {
 	switch {
@@ -63,6 +64,8 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 			dst, arg, costGiven = &r.Cost, algo.ArgCost, true
 		case bytes.EqualFold(opt, []byte("REFUND")):
 			dst, arg = &r.Refund, algo.ArgRefund
+		case bytes.EqualFold(opt, []byte("RESERVE")):
+			dst, arg = &r.Reserve, algo.ArgReserve
 		case kind == algo.KindToken && bytes.EqualFold(opt, []byte("RATE")):
 			dst, arg, bad = &r.Rate, algo.ArgRate, errRate
 		case kind == algo.KindGCRA && bytes.EqualFold(opt, []byte("BURST")):
@@ -81,6 +84,8 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 			switch {
 			case dst == &r.Refund:
 				return algo.Request{}, refundError(hi)
+			case dst == &r.Reserve:
+				return algo.Request{}, reserveError(hi)
 			case bad == nil:
 				return algo.Request{}, costError(hi)
 			}
@@ -90,6 +95,9 @@ func ParseRequest(kind algo.Kind, args [][]byte, maxLogLimit int64) (algo.Reques
 	if r.Refund > 0 {
 		if costGiven || r.Peek {
 			return algo.Request{}, errRefundAlone
+		}
+		if r.Reserve > 0 {
+			return algo.Request{}, errRefundReserve
 		}
 		r.Cost = 0 // the schedule's bound is on what is spent: a refund spends nothing
 	}

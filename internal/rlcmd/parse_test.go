@@ -30,6 +30,10 @@ func TestParse(t *testing.T) {
 	refund.Refund, refund.Rate = 3, 5
 	throttleRefund := throttle
 	throttleRefund.Cost, throttleRefund.Refund = 0, 7
+	reserve := req(algo.KindGCRA, 100, ms(1000), 2)
+	reserve.Reserve = 20
+	reserveAll := req(algo.KindLeaky, 100, ms(1000), 1)
+	reserveAll.Reserve = 100
 
 	for _, c := range []struct {
 		kind algo.Kind
@@ -57,6 +61,10 @@ func TestParse(t *testing.T) {
 		{algo.KindToken, "10 1000 refund 1 Refund 3 RATE 5", refund}, // the last REFUND wins
 		{algo.KindThrottle, "15 30 60 REFUND 7", throttleRefund},
 		{algo.KindThrottle, "15 30 60 refund 7", throttleRefund},
+		{algo.KindGCRA, "100 1000 RESERVE 20 COST 2", reserve},
+		{algo.KindGCRA, "100 1000 reserve 3 Reserve 20 cost 2", reserve}, // the last RESERVE wins
+		{algo.KindLeaky, "100 1000 RESERVE 100", reserveAll},             // the whole limit: only calls without
+		{algo.KindFixed, "10 1000 RESERVE 0", req(algo.KindFixed, 10, ms(1000), 1)},
 		// Schedules of exactly 100 years: T = 31,536,000,000,000 µs (a year) by 100.
 		{algo.KindGCRA, "1 31536000000 BURST 100", algo.Request{Kind: algo.KindGCRA, Limit: 1, Window: year, Burst: 100, Cost: 1}},
 		{algo.KindLeaky, "1 31536000000 QUEUE 100 COST 100", algo.Request{Kind: algo.KindLeaky, Limit: 1, Window: year, Queue: 100, Cost: 100}},
@@ -165,6 +173,15 @@ func TestParseErrors(t *testing.T) {
 		{algo.KindThrottle, []string{"15", "30", "60", "REFUND", "x"}, "ERR refund must be an integer between 1 and 1000000000"},
 		{algo.KindThrottle, []string{"15", "30", "60", "1", "REFUND", "2"}, "ERR REFUND takes neither COST nor PEEK"},
 		{algo.KindThrottle, []string{"15", "30", "60", "REFUND"}, "ERR quantity must be an integer between 0 and 1000000000"},
+		// RESERVE: 0 to the limit, no refund; CL.THROTTLE takes none.
+		{algo.KindFixed, []string{"10", "1000", "RESERVE"}, syntax},
+		{algo.KindSlide, []string{"10", "1000", "RESERVE", "11"}, "ERR reserve must be an integer between 0 and 10"},
+		{algo.KindLog, []string{"10", "1000", "RESERVE", "-1"}, "ERR reserve must be an integer between 0 and 10"},
+		{algo.KindToken, []string{"10", "1000", "RESERVE", "x"}, "ERR reserve must be an integer between 0 and 10"},
+		{algo.KindGCRA, []string{"10", "1000", "RESERVE", "2.5"}, "ERR reserve must be an integer between 0 and 10"},
+		{algo.KindLeaky, []string{"10", "1000", "RESERVE", "01"}, "ERR reserve must be an integer between 0 and 10"},
+		{algo.KindFixed, []string{"10", "1000", "REFUND", "3", "RESERVE", "1"}, "ERR REFUND takes no RESERVE"},
+		{algo.KindThrottle, []string{"15", "30", "60", "RESERVE", "1"}, "ERR wrong number of arguments for 'cl.throttle' command"},
 	} {
 		args := make([][]byte, len(c.args))
 		for i, a := range c.args {

@@ -82,11 +82,11 @@ func ParseRLAll(args [][]byte, maxLogLimit int64) ([]algo.Rule, error) {
 }
 
 // takesValue reports whether opt is an option of kind's command that is followed by a
-// value: COST, REFUND, and RATE, BURST or QUEUE for the algorithm that takes it. Another word
+// value: COST, REFUND, RESERVE, and RATE, BURST or QUEUE for the algorithm that takes it. Another word
 // is PEEK or a syntax error that ParseRequest reports.
 func takesValue(kind algo.Kind, opt []byte) bool {
 	switch {
-	case bytes.EqualFold(opt, []byte("COST")), bytes.EqualFold(opt, []byte("REFUND")):
+	case bytes.EqualFold(opt, []byte("COST")), bytes.EqualFold(opt, []byte("REFUND")), bytes.EqualFold(opt, []byte("RESERVE")):
 		return true
 	case kind == algo.KindToken:
 		return bytes.EqualFold(opt, []byte("RATE"))
