@@ -6,7 +6,7 @@ BIN     := bin/rlserver
 # paths it is given are absolute.
 RLBENCH := $(GO) run -C cmd/rlbench .
 
-.PHONY: build run test test-heap cross bench bench-server bench-client bench-rls bench-edge bench-overload bench-replication bench-reshard bench-persistence soak experiments scale docs release image image-rootfs clean
+.PHONY: build run test lint test-heap cross bench bench-server bench-client bench-rls bench-edge bench-overload bench-replication bench-reshard bench-persistence soak experiments scale docs release image image-rootfs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -24,10 +24,16 @@ MODULES := . cmd/rlbench deploy
 # clients/testdata`; deploy/'s image test podman or docker; .ci/run installs them and
 # sets RLSERVER_REQUIRE_REDIS=1 and RLSERVER_REQUIRE_PODMAN=1 so that nothing skips),
 # then the store's and client's tests on the heap fallback, then the cross-compile matrix.
-test:
-	@for m in $(MODULES); do echo "vet $$m"; $(GO) vet -C $$m ./... || exit 1; done
+test: lint
 	@for m in $(MODULES); do $(GO) test -C $$m -race -count=1 -timeout 30m ./... || exit 1; done
 	$(MAKE) test-heap cross
+
+# go vet and staticcheck (its checks in staticcheck.conf) on every module.
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint:
+	@for m in $(MODULES); do echo "vet $$m"; $(GO) vet -C $$m ./... || exit 1; done
+	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
 # The store, the client and offheap with every array on the Go heap (internal/offheap's
 # heap.go, what Windows and wasm get), so that path is tested on Linux, not only compiled.

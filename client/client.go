@@ -38,12 +38,13 @@
 // budget (go-redis reads context deadlines only with ContextTimeoutEnabled; without
 // it the call returns at the deadline anyway and its late reply is dropped), and a
 // call is sent once (go-redis's MaxRetries would re-send a call whose reply was lost,
-// which counted; every call goes in a pipeline marked not to be retried). So
+// which counted; every call goes in a pipeline marked not to be retried). The
+// one-line setup,
 //
-//	c, err := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"}))
+//	c, err := client.Open("redis://127.0.0.1:6380/") // rediss://user:pass@host:6380/ for TLS and ACL
 //
-// is a complete setup. ContextTimeoutEnabled: true still helps: a stalled server's
-// connection is then given up at the deadline, not after go-redis's ReadTimeout.
+// also sets ContextTimeoutEnabled (a stalled server's connection is given up at the
+// deadline, not after go-redis's ReadTimeout) and one dial per attempt (see Open).
 package client
 
 import (
@@ -148,8 +149,9 @@ type Result struct {
 // Client makes rate-limit calls on one backend. It is safe for concurrent use.
 type Client struct {
 	backend  backend
-	timeout  time.Duration // 0: no budget of our own
-	fallback *fallback     // nil: errors are returned
+	timeout  time.Duration         // 0: no budget of our own
+	fallback *fallback             // nil: errors are returned
+	owned    redis.UniversalClient // the go-redis client Open built, closed by Close
 }
 
 // backend is where a decision is made: rlserver, Redis running the scripts, or an

@@ -57,22 +57,12 @@ type fallback struct {
 
 // newFallback validates f and builds its local store.
 func newFallback(f *Fallback, maxLog int64) (*fallback, error) {
-	switch {
-	case f.Replicas < 1:
+	if f.Replicas < 1 {
 		return nil, fmt.Errorf("client: Fallback.Replicas must be at least 1 (the app replicas sharing the limits), got %d", f.Replicas)
-	case f.Failures < 0:
-		return nil, fmt.Errorf("client: Fallback.Failures must be at least 1 (0: %d), got %d", DefaultFailures, f.Failures)
-	case f.Backoff < 0 || f.MaxBackoff < 0:
-		return nil, fmt.Errorf("client: Fallback.Backoff and MaxBackoff must not be negative, got %v and %v", f.Backoff, f.MaxBackoff)
 	}
 	fb := &fallback{replicas: int64(f.Replicas)}
-	b := &fb.breaker
-	b.failures = int64(orDefault(f.Failures, DefaultFailures))
-	b.backoff = orDefault(f.Backoff, DefaultBackoff)
-	b.maxBackoff = orDefault(f.MaxBackoff, DefaultMaxBackoff)
-	b.now = time.Now
-	if b.maxBackoff < b.backoff {
-		return nil, fmt.Errorf("client: Fallback.MaxBackoff (%v) is below Backoff (%v)", b.maxBackoff, b.backoff)
+	if err := fb.breaker.init(f); err != nil {
+		return nil, err
 	}
 	st, err := store.New(store.Config{MaxLogLimit: maxLog})
 	if err != nil {

@@ -18,10 +18,11 @@ import (
 
 func Example_allow() {
 	ctx := context.Background()
-	rl, err := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"}))
+	rl, err := client.Open("redis://127.0.0.1:6380/") // or rediss://user:pass@host:6380/, Sentinel, cluster
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer rl.Close()
 	// Each call: the context's deadline, or else 50 ms (client.Options.Timeout); never
 	// re-sent, whatever go-redis's MaxRetries (a retried call could count twice).
 	res, err := rl.Allow(ctx, "user:42", client.Token(10, time.Second))
@@ -68,9 +69,8 @@ func Example_allowAll() {
 
 func Example_fallback() {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"})
 	limit := client.Token(100, time.Second)
-	rl, err := client.New(rdb, client.Options{Fallback: &client.Fallback{Replicas: 4}})
+	rl, err := client.Open("redis://127.0.0.1:6380/", client.Options{Fallback: &client.Fallback{Replicas: 4}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -89,10 +89,15 @@ type Config struct {
 	// Options.Timeout applies to calls without a deadline, not to these.
 	Timeout time.Duration
 	// Fallback is what happens when the limiter fails: FallbackOpen (the default),
-	// FallbackClosed or FallbackLocal.
+	// FallbackClosed or FallbackLocal. In every mode a circuit breaker (the Client's
+	// Fallback's, or else a client.Breaker with the defaults) stops calling a limiter
+	// that failed client.DefaultFailures times in a row, so that an outage costs one
+	// timeout per pause, not one per request.
 	Fallback Fallback
 	// FailClosed is Fallback: FallbackClosed, kept for the configurations that set it.
 	FailClosed bool
+	// Name tells this Limiter's log lines from another's (their attribute "limiter").
+	Name string
 	// Logger receives the failure lines; nil means slog.Default().
 	Logger *slog.Logger
 	// LogInterval is the least time between two failure lines; 0 means DefaultLogInterval.
@@ -156,6 +161,7 @@ func New(cfg Config) (*Limiter, error) {
 		timeout:     orDefault(cfg.Timeout, DefaultTimeout),
 		fallback:    cfg.Fallback,
 		log:         cfg.Logger,
+		name:        cfg.Name,
 		logInterval: orDefault(cfg.LogInterval, DefaultLogInterval),
 		now:         time.Now,
 		sleep:       sleep,
@@ -181,6 +187,9 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if l.log == nil {
 		l.log = slog.Default()
+	}
+	if !cfg.Client.HasFallback() {
+		l.breaker, _ = client.NewBreaker(client.Fallback{}) // the defaults are valid
 	}
 	if l.route == nil {
 		l.route = defaultRoute

@@ -28,7 +28,12 @@ type Limiter struct {
 	timeout     time.Duration
 	fallback    Fallback
 	log         *slog.Logger
+	name        string
 	logInterval time.Duration
+	// breaker spares the calls, and their timeouts, while the limiter is down; nil
+	// when the Client has a Fallback, whose own breaker does that.
+	breaker *client.Breaker
+	down    atomic.Bool // a failure was logged and no call has succeeded since
 
 	// Replaced by tests, which must not sleep.
 	now   func() time.Time
@@ -145,7 +150,11 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	var failure error
 	degraded := false
 	if len(rules) > 0 {
-		all, err := l.client.AllowAll(ctx, rules...)
+		var all client.AllResult
+		err := l.call(ctx, func(ctx context.Context) (err error) {
+			all, err = l.client.AllowAll(ctx, rules...)
+			return err
+		})
 		switch {
 		case err != nil:
 			failure = fmt.Errorf("dimensions %s: %w", names(applies), err)
@@ -154,6 +163,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 			failure = fmt.Errorf("dimensions %s: %w", names(applies), client.ErrUnavailable)
 		default:
 			degraded = all.Degraded
+			l.answered(r, degraded)
 			for i, res := range all.Results {
 				answers = append(answers, decided{applies[i], res})
 			}
@@ -222,7 +232,13 @@ func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if !ok {
 		return nil, false, false
 	}
-	lease, err := l.client.Acquire(ctx, key, l.conc.Limit, l.conc.Lease)
+	err := l.call(ctx, func(ctx context.Context) (err error) {
+		lease, err = l.client.Acquire(ctx, key, l.conc.Limit, l.conc.Lease)
+		return err
+	})
+	if err == nil && !degraded {
+		l.answered(r, lease.Degraded)
+	}
 	if err == nil && lease.Degraded && l.fallback != FallbackLocal {
 		lease.Release(ctx)
 		err = client.ErrUnavailable // decided locally, but this Limiter fails open or closed
@@ -274,6 +290,22 @@ func longestDenial(answers []decided) (decided, bool) {
 	return denied, found
 }
 
+// call runs a call to the limiter through the breaker, if the Limiter has one.
+func (l *Limiter) call(ctx context.Context, do func(ctx context.Context) error) error {
+	if l.breaker == nil {
+		return do(ctx)
+	}
+	return l.breaker.Do(ctx, do)
+}
+
+// answered logs, once, that the limiter answers again after a failure was logged.
+func (l *Limiter) answered(r *http.Request, degraded bool) {
+	if degraded || !l.down.Load() || !l.down.CompareAndSwap(true, false) {
+		return
+	}
+	l.log.LogAttrs(r.Context(), slog.LevelInfo, "rate limiter back", slog.String("limiter", l.name))
+}
+
 // fail counts a failure and logs it if the last line is LogInterval old: the first
 // failure is logged at once, the next ones within the interval are counted and
 // reported by the next line.
@@ -283,8 +315,9 @@ func (l *Limiter) fail(r *http.Request, err error) {
 	if !ok {
 		return
 	}
+	l.down.Store(true)
 	l.log.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter failed; requests fail "+l.fallback.String(),
-		slog.String("error", err.Error()), slog.Uint64("failures", since), slog.Uint64("failures_total", total),
+		slog.String("limiter", l.name), slog.String("error", err.Error()), slog.Uint64("failures", since), slog.Uint64("failures_total", total),
 		slog.Duration("interval", l.logInterval))
 }
 
@@ -295,6 +328,7 @@ func (l *Limiter) decidedLocally(r *http.Request) {
 	if !ok {
 		return
 	}
+	l.down.Store(true)
 	l.log.LogAttrs(r.Context(), slog.LevelWarn, "rate limiter unreachable; deciding locally at this replica's share",
-		slog.Uint64("decisions", since), slog.Uint64("decisions_total", total), slog.Duration("interval", l.logInterval))
+		slog.String("limiter", l.name), slog.Uint64("decisions", since), slog.Uint64("decisions_total", total), slog.Duration("interval", l.logInterval))
 }

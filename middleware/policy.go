@@ -101,8 +101,15 @@ func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.
 	}
 
 	ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
-	res, err := l.client.Policy(ctx, p.domain, descs...)
+	var res client.PolicyResult
+	err := l.call(ctx, func(ctx context.Context) (err error) {
+		res, err = l.client.Policy(ctx, p.domain, descs...)
+		return err
+	})
 	cancel()
+	if err == nil {
+		l.answered(r, false)
+	}
 	h := w.Header()
 	switch {
 	case errors.Is(err, client.ErrBadLimit):

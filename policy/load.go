@@ -115,7 +115,6 @@ type loader struct {
 	file   string
 	domain string
 	top    string // the key of the top-level descriptor being read
-	rules  int
 }
 
 // fail wraps an error at a descriptor into a LoadError.

@@ -155,7 +155,6 @@ func format(v any, err error) string {
 type rawConn struct {
 	t    testing.TB
 	conn net.Conn
-	buf  []byte
 }
 
 func (ts *testServer) raw(t testing.TB) *rawConn {

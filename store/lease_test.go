@@ -15,13 +15,12 @@ import (
 // generated one), RL.RELEASE or RL.RENEW, and what must follow: the answer ("1"/"0",
 // or ACQUIRE's "acquired remaining retry_after"), and the key's TTL in µs (-1: absent).
 type leaseCall struct {
-	at       int64
-	op, id   string
-	limit    int64
-	leaseMs  int64
-	want     string
-	wantTTL  int64
-	wantKeys int
+	at      int64
+	op, id  string
+	limit   int64
+	leaseMs int64
+	want    string
+	wantTTL int64
 }
 
 // runLeaseCalls plays calls on key "job" of a new store with one shard, and returns

@@ -17,12 +17,12 @@ import (
 
 // aclServer is an rlserver process (the binary) on a fixed address, restarted on it.
 type aclServer struct {
-	t          *testing.T
-	bin, dir   string
-	addr       string
-	argv       []string // after the binary: a config file first, if any
-	p          *launch.Proc
-	admin, cli *redis.Client
+	t        *testing.T
+	bin, dir string
+	addr     string
+	argv     []string // after the binary: a config file first, if any
+	p        *launch.Proc
+	admin    *redis.Client
 }
 
 // startACLServer starts bin with argv on a free address; it stops when t ends.

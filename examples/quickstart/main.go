@@ -9,13 +9,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/middleware"
 )
 
 func main() {
-	rl, err := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"}))
+	rl, err := client.Open("redis://127.0.0.1:6380/") // rediss://user:pass@host:6380/ for TLS and ACL
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -29,6 +29,7 @@ func TestRLServerClusterMultiMatchesRedis(t *testing.T) {
 	keys := func(addrs []string) (a, b, other string) {
 		c := newClient(addrs[0])
 		defer c.Close()
+		//lint:ignore SA1019 CLUSTER SLOTS is what redis-cli and older clients send; rlserver answers it as Redis does
 		slots, err := c.ClusterSlots(context.Background()).Result()
 		if err != nil {
 			t.Fatal(err)

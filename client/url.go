@@ -1,0 +1,80 @@
+package client
+
+import (
+	"fmt"
+	"net/url"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Open returns a Client for the rlserver (or Redis Sentinel-watched, or Redis Cluster
+// of rlservers) at rawURL, with a go-redis client built safe by default; Close closes
+// it. The forms are go-redis's:
+//
+//	redis://host:6379/                        one server
+//	rediss://user:pass@host:6380/             TLS, ACL user and password
+//	redis://:pass@s1:26379?master_name=m&addr=s2:26379   Sentinels (redis.ParseFailoverURL)
+//	redis://n1:7000?addr=n2:7000&addr=n3:7000            a cluster (redis.ParseClusterURL)
+//
+// a master_name parameter naming Sentinels, an addr parameter a cluster's further
+// seeds. Safe by default: context deadlines are honoured (ContextTimeoutEnabled), and
+// a failed dial is not retried (DialerRetries 1), since go-redis retries on a goroutine
+// of its own, 5 times 100 ms apart, logging each failure and leaving the caller only
+// its context's error instead of the dial's. A URL that does not parse is an error
+// here, not at the first call.
+func Open(rawURL string, opts ...Options) (*Client, error) {
+	rdb, err := dialURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	c, err := New(rdb, opts...)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	c.owned = rdb
+	return c, nil
+}
+
+// Close closes the go-redis client that Open built; it does nothing for a Client
+// made on a go-redis client of the caller's, which the caller closes.
+func (c *Client) Close() error {
+	if c.owned == nil {
+		return nil
+	}
+	return c.owned.Close()
+}
+
+// dialURL builds the go-redis client of Open.
+func dialURL(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("client: Open: %w", err)
+	}
+	q := u.Query()
+	switch {
+	case q.Has("master_name"):
+		o, err := redis.ParseFailoverURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("client: Open: %w", err)
+		}
+		o.ContextTimeoutEnabled = true
+		o.DialerRetries = orDefault(o.DialerRetries, 1)
+		return redis.NewFailoverClient(o), nil
+	case q.Has("addr"):
+		o, err := redis.ParseClusterURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("client: Open: %w", err)
+		}
+		o.ContextTimeoutEnabled = true
+		o.DialerRetries = orDefault(o.DialerRetries, 1)
+		return redis.NewClusterClient(o), nil
+	}
+	o, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("client: Open: %w", err)
+	}
+	o.ContextTimeoutEnabled = true
+	o.DialerRetries = orDefault(o.DialerRetries, 1)
+	return redis.NewClient(o), nil
+}
