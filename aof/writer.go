@@ -157,6 +157,16 @@ func (l *Log) Mark() int64 {
 // End is the journal's End: the offset a connection's writes so far lie before.
 func (l *Log) End() int64 { return l.j.End() }
 
+// Durable is the journal offset up to which the file's records are synced: a write
+// made before End read at some moment survives a crash once Durable reaches it.
+// Under appendfsync no it moves only at Close, as Redis's fsynced offset does not
+// move without an fsync of its own.
+func (l *Log) Durable() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.durable
+}
+
 // Failing reports, without a lock, whether Err is not nil.
 func (l *Log) Failing() bool { return l.failed.Load() }
 

@@ -13,6 +13,19 @@ var replicationCommands = []*command{
 		run:  cmdWait,
 	},
 	{
+		name: "waitaof", arity: 4, flags: []string{"noscript"},
+		summary: "Wait until this server's log (numlocal 0 or 1) and numreplicas replicas' logs synced every write made before, or timeout ms (0: no bound); answer [local, replicas].",
+		group:   groupServer, complexity: "O(1)",
+		doc: "As Redis 7.2's. Local is 1 once the append-only log's sync covers every write " +
+			"made before the call: at once under appendfsync always, within a second under " +
+			"everysec, never under no (the call times out with 0). numlocal 1 without " +
+			"appendonly is an error, as in Redis. rlserver's replicas do not report their " +
+			"log's syncs, so replicas is always 0, as Redis answers for replicas without " +
+			"appendonly: to make a decision survive a failover, use WAIT. On a replica, an error.",
+		args: []arg{{name: "numlocal", typ: "integer"}, {name: "numreplicas", typ: "integer"}, {name: "timeout", typ: "integer"}},
+		run:  cmdWaitAOF,
+	},
+	{
 		name: "replicaof", arity: 3, flags: []string{"admin", "noscript", "stale"},
 		summary: "Replicate host:port's rlserver (read-only, fed its writes' effects), or with NO ONE become a primary.",
 		group:   groupServer, complexity: "O(1); a full sync is O(n) in the keys, in the background",

@@ -89,3 +89,78 @@ func goodReplicas(views []replication.Replica, maxLag int) int {
 	}
 	return n
 }
+
+// cmdWaitAOF serves WAITAOF numlocal numreplicas timeout as Redis 7.2 answers it:
+// [1 if this server's log synced every write made before the call else 0, the
+// replicas that synced them to their own log], once numlocal (0 or 1) and
+// numreplicas are met or after timeout ms (0: no bound). rlserver's replicas do not
+// report their log's syncs, so they count as Redis's replicas without appendonly
+// do: never.
+func cmdWaitAOF(s *Server, c *client, args [][]byte, _ int64) {
+	numLocal, ok := rlcmd.ParseInt(args[1])
+	if !ok {
+		c.writeError("ERR value is not an integer or out of range")
+		return
+	}
+	if numLocal < 0 || numLocal > 1 {
+		c.writeError("ERR value is out of range, value must between 0 and 1")
+		return
+	}
+	numReplicas, ok := rlcmd.ParseInt(args[2])
+	if !ok {
+		c.writeError("ERR value is not an integer or out of range")
+		return
+	}
+	if numReplicas < 0 {
+		c.writeError("ERR value is out of range, must be positive")
+		return
+	}
+	timeout, ok := rlcmd.ParseInt(args[3])
+	if !ok {
+		c.writeError("ERR timeout is not an integer or out of range")
+		return
+	}
+	if timeout < 0 {
+		c.writeError("ERR timeout is negative")
+		return
+	}
+	if s.repl.ReadOnly() {
+		c.writeError("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.")
+		return
+	}
+	l := s.core.AOF()
+	if numLocal > 0 && l == nil {
+		c.writeError(errWaitAOFOff)
+		return
+	}
+	var target int64
+	if l != nil {
+		target = l.End()
+	}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
+	}
+	for {
+		var local int64
+		if l != nil && l.Durable() >= target {
+			local = 1
+		}
+		const replicas = 0 // see the comment above
+		if local >= numLocal && replicas >= numReplicas ||
+			!deadline.IsZero() && !time.Now().Before(deadline) {
+			c.w.WriteArray(2)
+			c.w.WriteInt64(local)
+			c.w.WriteInt64(replicas)
+			return
+		}
+		time.Sleep(waitPoll)
+		if l = s.core.AOF(); numLocal > 0 && l == nil {
+			c.writeError(errWaitAOFOff) // CONFIG SET appendonly no while waiting, as Redis
+			return
+		}
+	}
+}
+
+// errWaitAOFOff refuses WAITAOF numlocal 1 without a log, Redis's words.
+const errWaitAOFOff = "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."

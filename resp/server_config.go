@@ -96,6 +96,9 @@ type param struct {
 	// (port, save, tls-*…) take their value, changing nothing, as Redis's
 	// introspection.tcl "CONFIG sanity" asks of every parameter Redis can change.
 	fixed bool
+	// alias marks Redis's older name of another parameter: CONFIG REWRITE writes
+	// only the new one.
+	alias bool
 }
 
 // errImmutable is CONFIG SET's reason for a parameter fixed at start.
@@ -118,20 +121,10 @@ var params = []param{
 			}
 			return nil
 		}},
-	{name: "min-replicas-to-write", def: "0",
-		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.minReplicas) },
-		set: func(_ *Server, t *tunables, v string) error {
-			n, err := configInt(v, 0, math.MaxInt32)
-			t.minReplicas = int(n)
-			return err
-		}},
-	{name: "min-replicas-max-lag", def: strconv.Itoa(DefaultMinReplicasMaxLag),
-		get: func(_ *Server, t *tunables) string { return strconv.Itoa(t.minReplicasLag) },
-		set: func(_ *Server, t *tunables, v string) error {
-			n, err := configInt(v, 0, math.MaxInt32)
-			t.minReplicasLag = int(n)
-			return err
-		}},
+	{name: "min-replicas-to-write", def: "0", get: getMinReplicas, set: setMinReplicas},
+	{name: "min-replicas-max-lag", def: strconv.Itoa(DefaultMinReplicasMaxLag), get: getMinReplicasLag, set: setMinReplicasLag},
+	{name: "min-slaves-to-write", get: getMinReplicas, set: setMinReplicas, alias: true},
+	{name: "min-slaves-max-lag", get: getMinReplicasLag, set: setMinReplicasLag, alias: true},
 	{name: "dbfilename", get: func(s *Server, _ *tunables) string { return dbFilename(s.cfg.SnapshotPath) }},
 	{name: "dir", get: func(*Server, *tunables) string { d, _ := os.Getwd(); return d }},
 	{name: "appendonly", def: "no",
@@ -457,7 +450,7 @@ func (s *Server) rewriteConfig() error {
 	t := s.config()
 	var set []conffile.Setting
 	for _, p := range params {
-		if p.set == nil || p.name == "loglevel" && s.cfg.LogLevel == nil {
+		if p.set == nil || p.alias || p.name == "loglevel" && s.cfg.LogLevel == nil {
 			continue
 		}
 		v := p.get(s, t)
@@ -493,4 +486,20 @@ func configInt(v string, lo, hi int64) (int64, error) {
 		return 0, fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
 	}
 	return n, nil
+}
+
+func getMinReplicas(_ *Server, t *tunables) string { return strconv.Itoa(t.minReplicas) }
+
+func setMinReplicas(_ *Server, t *tunables, v string) error {
+	n, err := configInt(v, 0, math.MaxInt32)
+	t.minReplicas = int(n)
+	return err
+}
+
+func getMinReplicasLag(_ *Server, t *tunables) string { return strconv.Itoa(t.minReplicasLag) }
+
+func setMinReplicasLag(_ *Server, t *tunables, v string) error {
+	n, err := configInt(v, 0, math.MaxInt32)
+	t.minReplicasLag = int(n)
+	return err
 }

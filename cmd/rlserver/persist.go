@@ -60,6 +60,9 @@ func persistFlags(fs *flag.FlagSet, cfg *resp.Config, o *persistOptions) {
 	})
 	fs.IntVar(&cfg.MinReplicasToWrite, "min-replicas-to-write", 0, "refuse spends (NOREPLICAS) on a primary with fewer `replicas` that acknowledged within -min-replicas-max-lag; 0: never")
 	fs.IntVar(&cfg.MinReplicasMaxLag, "min-replicas-max-lag", 0, "`seconds` within which a good replica acknowledged; 0: 10")
+	// Redis's older names, which many redis.conf files still carry.
+	fs.IntVar(&cfg.MinReplicasToWrite, "min-slaves-to-write", 0, "the old name of -min-replicas-to-write")
+	fs.IntVar(&cfg.MinReplicasMaxLag, "min-slaves-max-lag", 0, "the old name of -min-replicas-max-lag")
 	fs.Var(&o.minSize, "auto-aof-rewrite-min-size", "and is at least this many `bytes` (suffixes k, mb, gb); 0: 64mb")
 }
 
