@@ -34,8 +34,8 @@ func TestCommandsDoc(t *testing.T) {
 // are what redis-cli shows as hints.
 func TestSyntax(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
-		{"rl.token", "RL.TOKEN key capacity window_ms [RATE rate] [COST cost] [PEEK] [REFUND refund]"},
-		{"rl.leaky", "RL.LEAKY key limit window_ms [QUEUE queue] [COST cost] [PEEK] [REFUND refund]"},
+		{"rl.token", "RL.TOKEN key capacity window_ms [RATE rate] [COST cost] [PEEK] [REFUND refund] [RESERVE reserve]"},
+		{"rl.leaky", "RL.LEAKY key limit window_ms [QUEUE queue] [COST cost] [PEEK] [REFUND refund] [RESERVE reserve]"},
 		{"cl.throttle", "CL.THROTTLE key max_burst count_per_period period_s [quantity|REFUND refund]"},
 		{"del", "DEL key [key ...]"},
 		{"scan", "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]"},
