@@ -66,6 +66,7 @@ type client struct {
 	multiLen   atomic.Int32 // commands queued in MULTI, -1 outside (CLIENT LIST's multi)
 	trackingOn atomic.Bool  // CLIENT TRACKING ON (conn_tracking.go)
 	noEvict    atomic.Bool  // CLIENT NO-EVICT ON: CLIENT LIST's flag e
+	killed     atomic.Bool  // closed by CLIENT KILL: a later KILL does not count it again
 	proto      atomic.Int32 // 2 or 3, set by HELLO
 	errStats   *errorStats  // the server's, for INFO errorstats
 	commands   atomic.Uint64

@@ -249,11 +249,15 @@ func (s *Server) killClients(c *client, f killFilter) (n int, self bool) {
 				f.user != nil && v.c.user.Load() != f.user || f.maxAge != 0 && v.c.age(now) < f.maxAge {
 				continue
 			}
-			n++
 			if v.c == c {
+				n++
 				self = true
 				continue
 			}
+			if !v.c.killed.CompareAndSwap(false, true) {
+				continue // killed already, its goroutine not yet done closing it
+			}
+			n++
 			v.close()
 		}
 		return n, self
