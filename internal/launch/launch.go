@@ -393,10 +393,18 @@ func Sentinel(dir, conf string) (*Proc, error) {
 	})
 }
 
-// BuildRLServer builds cmd/rlserver into dir and returns the binary's path.
+// BuildRLServer builds cmd/rlserver into dir and returns the binary's path. It builds
+// in the root module's directory, whose go.sum has every dependency of rlserver's, so
+// that a module of its own (cmd/rlbench) can build it too.
 func BuildRLServer(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "rlserver")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/rlserver/rlserver/cmd/rlserver").CombinedOutput()
+	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/rlserver/rlserver").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list the rlserver module: %v", err)
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/rlserver")
+	build.Dir = strings.TrimSpace(string(root))
+	out, err := build.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build cmd/rlserver: %v\n%s", err, out)
 	}
