@@ -33,9 +33,12 @@ func (d *Domain) Class(entries []policy.Entry, buf []policy.Entry) ([]policy.Ent
 	return d.priorities.class(entries, buf)
 }
 
-// Reserve is the units class c leaves under a rule's request r (algo.Request.Reserve);
-// only for a domain that HasPriorities.
-func (d *Domain) Reserve(c int, r algo.Request) int64 { return d.priorities.reserveOf(c, r) }
+// Reserve is the units class c leaves under a rule's request r (algo.Request.Reserve):
+// its percent of the rule's capacity, by algo.Request.ReserveShare. Only for a domain
+// that HasPriorities.
+func (d *Domain) Reserve(c int, r algo.Request) int64 {
+	return r.ReserveShare(d.priorities.reserve[c])
+}
 
 // class is Domain.Class.
 func (p *priorities) class(entries []policy.Entry, buf []policy.Entry) ([]policy.Entry, int, error) {
@@ -74,24 +77,6 @@ func (p *priorities) listed() string {
 		s += n
 	}
 	return s
-}
-
-// reserveOf is the units class c leaves under a rule's request: its percent of the
-// rule's capacity (a token bucket's size, RL.GCRA's burst, RL.LEAKY's queue places),
-// rounded up so that at least the share is left, and at most the limit.
-func (p *priorities) reserveOf(c int, r algo.Request) int64 {
-	pct := p.reserve[c]
-	if pct == 0 {
-		return 0
-	}
-	capacity := r.Limit
-	switch {
-	case r.Kind == algo.KindGCRA && r.Burst > 0:
-		capacity = r.Burst
-	case r.Kind == algo.KindLeaky:
-		capacity = r.Queue + 1
-	}
-	return min(r.Limit, (capacity*pct+99)/100)
 }
 
 // Keys of the priorities map and of a class.
