@@ -152,8 +152,7 @@ func TestSideBySideXDS(t *testing.T) {
 	bad := xdsPolicy(20)
 	bad.Descriptors[0].RateLimit.Unit = rlsconf.RateLimitUnit_UNKNOWN
 	m.Set(t, "3", bad)
-	// Both NACK it, each with its loader's reason (theirs also sends an empty NACK
-	// after each snapshot it takes, which is not counted here).
+	// Both NACK it, each with its loader's reason.
 	nacked := func(reason string) bool {
 		return slices.ContainsFunc(m.NACKs(), func(n string) bool { return strings.Contains(n, reason) })
 	}
