@@ -26,7 +26,9 @@
 // of it, and drops the link on any mismatch; it then reconnects, with backoff, and
 // asks to continue from the last record it applied. The primary continues if its
 // backlog still holds that offset under the same replication id, else it sends a full
-// sync. A plain Redis on the other side answers RLSYNC with "unknown command": the
+// sync. A replica restarted from its own files asks to continue from where they
+// stand (Config.Resume), as a Redis replica's PSYNC does with its cached replication
+// id. A plain Redis on the other side answers RLSYNC with "unknown command": the
 // replica logs that it is not an rlserver and retries later, having changed nothing.
 package replication
 
@@ -114,6 +116,26 @@ type Config struct {
 	// before it applies the stream: the snapshot's keys went into the store without
 	// effects, so an append-only log must be rewritten to hold them.
 	OnFullSync func()
+	// BeforeFullSync, if set, is called before a replica empties its store for a full
+	// sync: a record of where its files stood in the stream no longer holds.
+	BeforeFullSync func()
+	// Resume, if its ReplID is set, is where the store a replica loaded from its own
+	// files stands in its primary's stream: its first RLSYNC asks to continue from
+	// there, as Redis 7's replica restarted from its files does with PSYNC.
+	Resume Position
+	// OnApplied, if set, is called after a replica loaded a full sync and after each
+	// frame it applied, with where its store stands then, from the link's goroutine;
+	// it must not block.
+	OnApplied func(Position)
+}
+
+// Position is a place in a primary's stream: a replica's store holds every effect
+// before Offset of the stream of ReplID, whose records are of snapshot format
+// Format (store.NewApplier's version).
+type Position struct {
+	ReplID string
+	Offset int64
+	Format uint32
 }
 
 // Node is a server's role and links. A server is a primary (masterHost empty) or a
@@ -226,6 +248,9 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, store: cfg.Store, now: cfg.Now, log: cfg.Logger,
 		replID: newReplID(), masterHost: host, masterPort: port}
 	n.readOnly.Store(host != "")
+	if host != "" && cfg.Resume.ReplID != "" {
+		n.applied.replID, n.applied.offset, n.applied.format = cfg.Resume.ReplID, cfg.Resume.Offset, cfg.Resume.Format
+	}
 	return n, nil
 }
 
