@@ -217,7 +217,7 @@ func New(cfg Config) (*Core, error) {
 		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser, BacklogSize: cfg.ReplBacklogSize,
 		ListenPort: func() int { return int(c.port.Load()) }, OnRoleChange: c.roleChanged,
 		BeforeFullSync: c.beforeFullSync, OnFullSync: c.afterFullSync, Resume: resume,
-		OnApplied: c.replApplied}); err != nil {
+		OnApplied: c.replApplied, Synced: c.replSynced}); err != nil {
 		return nil, err
 	}
 	c.reg = newRegistry(c)

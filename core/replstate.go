@@ -26,7 +26,8 @@ import (
 // after the frame that reached it, and, after a full sync, only once a rewrite begun
 // after the load (whose base holds the snapshot's keys, which came without effects)
 // is done. The file goes before a full sync empties the store and when the server
-// becomes a primary: its log then holds writes no primary streamed.
+// becomes a primary: its log then holds writes no primary streamed. The same
+// position, read with each ack, is the FACK a replica reports for WAITAOF.
 
 // replStateEvery is how often a replica's position is written, when it moved: a
 // restart continues from at most that long before, which the primary sends again.
@@ -48,12 +49,14 @@ type replState struct {
 	// done gateRewrites rewrites.
 	gateLog      *aof.Log
 	gateRewrites uint64
-	written      replication.Position
+	durable      replication.Position // the latest position the log holds
+	written      replication.Position // the position in the file
 }
 
 // replStatePath is the position's file, in the log's directory.
 func (c *Core) replStatePath() string {
-	return filepath.Join(c.aof.cfg.Dir, cmp.Or(c.aof.cfg.Name, aof.DefaultName)+".replica")
+	cfg := c.AOFConfig()
+	return filepath.Join(cfg.Dir, cmp.Or(cfg.Name, aof.DefaultName)+".replica")
 }
 
 // loadReplState reads the position of the log New loaded, for a replica; on a
@@ -86,7 +89,7 @@ func (c *Core) loadReplState(loaded bool) (replication.Position, error) {
 		return replication.Position{}, removeSynced(path)
 	}
 	pos.Offset, pos.Format = off, uint32(format)
-	c.repls.written = pos
+	c.repls.written, c.repls.durable = pos, pos
 	c.log.Info("replica position loaded: asking the primary to continue from it", "replid", pos.ReplID, "offset", off)
 	return pos, nil
 }
@@ -117,6 +120,7 @@ func (c *Core) beforeFullSync() {
 // forgetReplLocked drops the positions and the file; c.repls.mu is held.
 func (c *Core) forgetReplLocked() {
 	c.repls.marks = nil
+	c.repls.durable = replication.Position{}
 	if c.repls.written != (replication.Position{}) {
 		c.repls.written = replication.Position{}
 		if err := removeSynced(c.replStatePath()); err != nil {
@@ -153,29 +157,48 @@ func (c *Core) replRoleChanged(primary bool) {
 	}
 }
 
-// saveReplState writes the latest position that log's sync covers, if it moved.
-func (c *Core) saveReplState(l *aof.Log) {
-	if l == nil || !c.repl.ReadOnly() {
-		return
-	}
-	durable := l.Durable()
-	c.repls.mu.Lock()
-	defer c.repls.mu.Unlock()
+// advanceReplLocked moves c.repls.durable to the latest position that log's sync
+// covers; c.repls.mu is held.
+func (c *Core) advanceReplLocked(l *aof.Log) {
 	if c.repls.blocked || c.repls.gateLog == l && l.Status().Rewrites < c.repls.gateRewrites {
 		return
 	}
+	durable := l.Durable()
 	i := -1
 	for k, m := range c.repls.marks {
 		if m.log == l && m.end <= durable {
 			i = k
 		}
 	}
-	if i < 0 {
+	if i >= 0 {
+		c.repls.durable = c.repls.marks[i].at
+		c.repls.marks = append(c.repls.marks[:0], c.repls.marks[i+1:]...)
+	}
+}
+
+// replSynced is the offset of the primary's stream that a replica's log holds, and
+// false without a log (replication.Config.Synced): WAITAOF's count on the primary.
+func (c *Core) replSynced() (int64, bool) {
+	l := c.AOF()
+	if l == nil {
+		return 0, false
+	}
+	c.repls.mu.Lock()
+	defer c.repls.mu.Unlock()
+	c.advanceReplLocked(l)
+	return c.repls.durable.Offset, true
+}
+
+// saveReplState writes the latest position that log's sync covers, if it moved.
+func (c *Core) saveReplState(l *aof.Log) {
+	if l == nil || !c.repl.ReadOnly() {
 		return
 	}
-	at := c.repls.marks[i].at
-	c.repls.marks = append(c.repls.marks[:0], c.repls.marks[i+1:]...)
-	if at == c.repls.written {
+	c.repls.mu.Lock()
+	defer c.repls.mu.Unlock()
+	c.advanceReplLocked(l)
+	at := c.repls.durable
+	if at == c.repls.written || at.ReplID == "" {
 		return
 	}
 	text := fmt.Sprintf("%s %d %d\n", at.ReplID, at.Offset, at.Format)

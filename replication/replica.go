@@ -204,7 +204,7 @@ func (n *Node) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int6
 	applied.Store(offset)
 	go func() {
 		defer close(acked)
-		last, lastAt := int64(-1), time.Time{}
+		last, lastSynced, lastAt := int64(-1), int64(-1), time.Time{}
 		t := time.NewTicker(replAckEvery)
 		defer t.Stop()
 		for {
@@ -213,14 +213,23 @@ func (n *Node) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int6
 				return
 			case <-t.C:
 			}
-			if off := applied.Load(); off != last || time.Since(lastAt) >= time.Second {
-				conn.SetWriteDeadline(time.Now().Add(replTimeout))
-				if _, err := conn.Write(respCommand("REPLCONF", "ACK", strconv.FormatInt(off, 10))); err != nil {
-					conn.Close()
-					return
-				}
-				last, lastAt = off, time.Now()
+			off, synced, hasLog := applied.Load(), int64(-1), false
+			if n.cfg.Synced != nil {
+				synced, hasLog = n.cfg.Synced()
 			}
+			if off == last && synced == lastSynced && time.Since(lastAt) < time.Second {
+				continue
+			}
+			ack := []string{"REPLCONF", "ACK", strconv.FormatInt(off, 10)}
+			if hasLog {
+				ack = append(ack, "FACK", strconv.FormatInt(synced, 10))
+			}
+			conn.SetWriteDeadline(time.Now().Add(replTimeout))
+			if _, err := conn.Write(respCommand(ack...)); err != nil {
+				conn.Close()
+				return
+			}
+			last, lastSynced, lastAt = off, synced, time.Now()
 		}
 	}()
 	defer func() { close(stopAck); <-acked }()
