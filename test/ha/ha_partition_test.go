@@ -34,6 +34,9 @@ const (
 	partKey     = "partition:quota"      // the key both sides spend
 	partSettle  = 60 * time.Second       // bounds each wait for the Sentinels
 	partWindow  = int64(24 * 3600 * 1e3) // the key's window, ms
+	// partSlack is the scheduling of a loaded machine (servers, Sentinels and clients
+	// share its cores), added to the bounds: Redis reaches max-lag + 2 s by design.
+	partSlack = 500 * time.Millisecond
 )
 
 // partSystem is what runs on each side: rlserver, or redis-server with the reference
@@ -129,7 +132,7 @@ type partFigures struct {
 	failover    time.Duration // from the cut to a replica promoted and named by the Sentinels
 	other       int           // admissions on the promoted replica during the partition
 	over        int           // admissions on both sides, beyond the limit
-	bound       int           // what the clients can spend within max-lag + 1 s + down-after
+	bound       int           // what the clients can spend within max-lag + 1 s + down-after + partSlack
 	noReplicas  int           // NOREPLICAS refusals on the primary's side
 }
 
@@ -140,9 +143,10 @@ type partFigures struct {
 // after the heal the old primary follows the new one, and the limit is spent to its
 // end there. The over-admission is every admission on both sides beyond the limit.
 // With min-replicas-to-write 1 and min-replicas-max-lag 2, the old primary stops
-// admitting within max-lag + 2 s (lag counted in whole seconds, Redis's cron a second)
-// and the over-admission stays within what its clients spend in max-lag + 1 s +
-// down-after; without, it admits for the whole partition. After the heal the old
+// admitting within max-lag + 2 s (lag counted in whole seconds; Redis's replicas ack,
+// and its count of good replicas is refreshed, once a second) and the over-admission
+// stays within what its clients spend in max-lag + 1 s + down-after, each bound with
+// partSlack for a loaded machine; without, it admits for the whole partition. After the heal the old
 // primary may admit again for a moment, on both servers: its replicas' last acks,
 // queued during the partition, arrive then and count as fresh until their
 // connections reset; those admissions are in the over-admission too. Redis with the
@@ -276,7 +280,7 @@ func runPartition(t *testing.T, sys partSystem, min int) partFigures {
 	}
 	f.rate = float64(before) / partRate.Seconds()
 	f.over = len(nsSide.admits) + len(otherSide.admits) + drained - partLimit
-	f.bound = int(f.rate * (float64(partMaxLag+1) + partDown.Seconds()))
+	f.bound = int(f.rate * (float64(partMaxLag+1) + partDown.Seconds() + partSlack.Seconds()))
 	t.Logf("%s, min-replicas-to-write %d: %.0f admissions/s before the cut; during the partition %d on the "+
 		"old primary, the last %v after the cut, and %d after the heal; failover %v after the cut; %d on the "+
 		"promoted replica, %d drained after the heal; over-admission %d (bound %d); errors on the old "+
@@ -285,10 +289,10 @@ func runPartition(t *testing.T, sys partSystem, min int) partFigures {
 	if f.over < 0 || drained == 0 {
 		t.Fatalf("the limit was not spent to its end: over-admission %d, %d drained", f.over, drained)
 	}
-	lastBound := time.Duration(partMaxLag+2) * time.Second
+	lastBound := time.Duration(partMaxLag+2)*time.Second + partSlack
 	if min > 0 {
 		if f.lastAdmit > lastBound {
-			t.Errorf("the old primary admitted %v after the cut, beyond max-lag + 2 s (%v)", f.lastAdmit, lastBound)
+			t.Errorf("the old primary admitted %v after the cut, beyond max-lag + 2 s + %v", f.lastAdmit, partSlack)
 		}
 		if f.over > f.bound {
 			t.Errorf("over-admission %d beyond the bound %d", f.over, f.bound)
