@@ -152,7 +152,7 @@ type partFigures struct {
 // connections reset; those admissions are in the over-admission too. Redis with the
 // reference Lua scripts runs the same test, side by side; the table is logged.
 //
-//	go test -run TestPartition -v ./test/ha
+//	go test -run TestPartition -v ./test/ha (Linux, as root)
 func TestPartition(t *testing.T) {
 	needBinaries(t)
 	if _, err := exec.LookPath("ip"); err != nil {
