@@ -16,11 +16,20 @@ import (
 
 // Limiter is the middleware: wrap handlers with Handler. It is safe for concurrent use.
 type Limiter struct {
+	*limiterState // shared with the Limiters that With makes of it
+
+	dims  []dimension  // the dimensions this Limiter decides
+	conc  *concurrency // nil if no concurrency limit applies here
+	needs Keys         // the key parts dims and conc are made of
+}
+
+// limiterState is what a Limiter and the Limiters With makes of it share: the
+// configuration, the breaker, the counts and the log's pace.
+type limiterState struct {
 	client      *client.Client
-	dims        []dimension
-	conc        *concurrency // nil without Config.Concurrency
+	every       []dimension  // Config.Dimensions, Optional ones included
+	everyConc   *concurrency // Config.Concurrency
 	policy      *policyRules // nil without Config.Policy
-	needs       Keys
 	user        func(*http.Request) string
 	route       func(*http.Request) string
 	trusted     []netip.Prefix
@@ -177,6 +186,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	if failure != nil {
 		l.fail(r, failure)
 		if l.fallback == FallbackClosed {
+			clearInformational(h)
 			h.Set("Retry-After", "1")
 			writeDenied(w, "rate_limited", time.Second)
 			return
@@ -184,7 +194,9 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	}
 	if denied, ok := longestDenial(answers); ok {
 		l.limited.Add(1)
-		setHeaders(h, policies, answers, denied)
+		// The refusing dimension's figures only: the others' r would be what they
+		// would have left had the request passed, and it consumed nothing there.
+		setHeaders(h, []string{denied.dim.policy}, []decided{denied}, denied)
 		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(denied.res.RetryAfter, time.Second)), 10))
 		writeDenied(w, "rate_limited", denied.res.RetryAfter)
 		return
@@ -252,12 +264,14 @@ func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Re
 		l.fail(r, fmt.Errorf("concurrency %q: %w", l.conc.Name, err))
 		closed := l.fallback == FallbackClosed
 		if closed {
+			clearInformational(h)
 			h.Set("Retry-After", "1")
 			writeDenied(w, "rate_limited", time.Second)
 		}
 		return nil, true, closed
 	case !lease.Acquired:
 		l.busy.Add(1)
+		clearInformational(h) // the rate dimensions admitted: a refusal shows its own limit only
 		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(lease.RetryAfter, time.Second)), 10))
 		writeDenied(w, "concurrency_limited", lease.RetryAfter)
 		return nil, false, true
