@@ -53,10 +53,16 @@ type Concurrency struct {
 	By Keys
 	// Limit is the most requests of one key served at once.
 	Limit int
-	// Lease is how long a request's place lasts if it is never given back (its
-	// instance died): a whole number of milliseconds, longer than the slowest request.
-	// A request that runs longer is still served, but its place may be taken.
+	// Lease is the longest a place outlives its request's instance (a crash): a
+	// whole number of milliseconds, a few seconds at most. While the request runs the
+	// middleware renews its lease every Renew, each time to end when the handler is
+	// expected to return (a running mean of its last requests' times, at least 2
+	// Renews away, at most Lease): a refused request is told when the earliest place
+	// will really free, not the lease's length.
 	Lease time.Duration
+	// Renew is the time between renewals, at most Lease; 0 means DefaultRenew, or
+	// Lease/2 for a Lease under 2 s. Each renewal is one call (RL.RENEW).
+	Renew time.Duration
 	// Optional limits apply only where Limiter.With names them; the others to every
 	// request.
 	Optional bool
@@ -223,14 +229,10 @@ func New(cfg Config) (*Limiter, error) {
 		if err := checkKeyed("concurrency", c.Name, c.By, seen, cfg.User != nil); err != nil {
 			return nil, err
 		}
-		switch {
-		case c.Limit < 1:
-			return nil, fmt.Errorf("middleware: concurrency %q: Limit must be at least 1, got %d", c.Name, c.Limit)
-		case c.Lease < time.Millisecond || c.Lease > maxLease || c.Lease%time.Millisecond != 0:
-			return nil, fmt.Errorf("middleware: concurrency %q: Lease must be a whole number of milliseconds from 1ms to %v, got %v",
-				c.Name, maxLease, c.Lease)
+		var err error
+		if l.everyConc, err = newConcurrency(*c, prefix); err != nil {
+			return nil, err
 		}
-		l.everyConc = &concurrency{Concurrency: *c, prefix: prefix + c.Name + ":"}
 	}
 	for _, p := range cfg.TrustedProxies {
 		cidr, err := httpdesc.ParsePrefix(p)

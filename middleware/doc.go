@@ -13,11 +13,15 @@
 //
 // Config.Concurrency adds a limit on the requests in flight per key (client.Acquire,
 // RL.ACQUIRE): a request the rate limits admit takes a lease, and gives it back when
-// the handler returns (or panics). A lease ends by itself after Concurrency.Lease,
-// so an instance that dies mid-request does not keep its places. When every place is
-// taken the request gets a 429 whose body says "concurrency_limited", with the time
-// until the earliest lease ends. The rate dimensions have consumed the request's
-// units by then: RL.ALL cannot take a lease.
+// the handler returns (or panics). While the handler runs, the middleware renews the
+// lease (RL.RENEW, every Concurrency.Renew) to end when the handler is expected to
+// return, by the running mean of its last requests' times, but never more than
+// Concurrency.Lease ahead: an instance that dies mid-request keeps its place for at
+// most one Lease. When every place is taken the request gets a 429 whose body says
+// "concurrency_limited", with the time until the earliest lease ends: when the
+// earliest place is expected to free, not the Lease's length (Retry-After rounded to
+// the nearest second, it being an estimate). The rate dimensions have consumed the
+// request's units by then: RL.ALL cannot take a lease.
 //
 // A denied request gets:
 //

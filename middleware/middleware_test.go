@@ -460,6 +460,10 @@ func TestNew(t *testing.T) {
 		{"concurrency limit 0", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Lease: sec}}, "Limit must be at least 1"},
 		{"concurrency no lease", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1}}, "Lease must be a whole number of milliseconds"},
 		{"concurrency sub-ms lease", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1, Lease: 1500 * time.Microsecond}}, "Lease must be"},
+		{"concurrency lease under its renew", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1,
+			Lease: sec, Renew: 2 * sec}}, `Lease (1s) is shorter than Renew (2s)`},
+		{"concurrency negative renew", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1,
+			Lease: sec, Renew: -1}}, "Renew must not be negative"},
 		{"65 dimensions", middleware.Config{Client: c, Dimensions: func() []middleware.Dimension {
 			var ds []middleware.Dimension
 			for i := range 65 {
