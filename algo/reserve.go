@@ -30,3 +30,17 @@ func reserved[S any](s S, r Request, now int64, decide func(S, Request, int64) (
 	d.Remaining = max(0, d.Remaining-n)
 	return next, d
 }
+
+// ReserveShare is the Reserve that leaves pct percent of r's capacity (a token
+// bucket's size, RL.GCRA's burst, RL.LEAKY's queue places, the limit otherwise),
+// rounded up so that at least the share is left, and at most r.Limit.
+func (r Request) ReserveShare(pct int64) int64 {
+	capacity := r.Limit
+	switch {
+	case r.Kind == KindGCRA && r.Burst > 0:
+		capacity = r.Burst
+	case r.Kind == KindLeaky:
+		capacity = r.Queue + 1
+	}
+	return min(r.Limit, (capacity*pct+99)/100)
+}

@@ -126,3 +126,27 @@ func checkReserve(t *testing.T, seed uint64, sp ospec, m machine, o *oracle, c, 
 		fail("retry_after %d ms, but the definition admits 1 ms earlier", retry)
 	}
 }
+
+// TestReserveShare checks the capacity each kind's share is taken of, and the
+// rounding up.
+func TestReserveShare(t *testing.T) {
+	for _, tc := range []struct {
+		r    Request
+		pct  int64
+		want int64
+	}{
+		{Request{Kind: KindFixed, Limit: 10}, 20, 2},
+		{Request{Kind: KindFixed, Limit: 10}, 25, 3}, // 2.5 rounds up
+		{Request{Kind: KindFixed, Limit: 10}, 0, 0},
+		{Request{Kind: KindFixed, Limit: 10}, 100, 10},
+		{Request{Kind: KindToken, Limit: 40, Rate: 10}, 50, 20}, // the bucket's size
+		{Request{Kind: KindGCRA, Limit: 10, Burst: 4}, 50, 2},   // the burst
+		{Request{Kind: KindGCRA, Limit: 10}, 50, 5},
+		{Request{Kind: KindLeaky, Limit: 10, Queue: 3}, 50, 2}, // 4 places
+		{Request{Kind: KindLeaky, Limit: 1, Queue: 9}, 100, 1}, // at most the limit
+	} {
+		if got := tc.r.ReserveShare(tc.pct); got != tc.want {
+			t.Errorf("%v %d%%: %d, want %d", tc.r, tc.pct, got, tc.want)
+		}
+	}
+}

@@ -20,7 +20,7 @@ import (
 // connection, and while it waits for the replies the next calls queue for its next
 // pipeline. Many goroutines calling Allow on random keys so get several times the
 // decisions per second of go-redis's pool alone, with a lower p99: fewer system calls
-// per decision (`make bench-client` measures both; the README has a run).
+// per decision (`make bench-client` measures both; docs/benchmarks.md has a run).
 //
 // What batching keeps:
 //   - Each call keeps its own context and budget: a call whose context ends while

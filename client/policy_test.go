@@ -12,7 +12,7 @@ import (
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/testenv"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -28,7 +28,7 @@ descriptors:
 // Policy decides a request against the policy rlserver runs with (-limits): here an
 // rlserver started in-process on a loopback port with that policy loaded.
 func ExampleClient_Policy() {
-	p, err := policy.Parse("api.yaml", []byte(apiPolicy))
+	p, err := config.Parse("api.yaml", []byte(apiPolicy))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func ExampleClient_Policy() {
 // limit, bad requests are ErrBadLimit before any I/O or from the server, and the
 // other backends say they have no policies.
 func TestPolicy(t *testing.T) {
-	p, err := policy.Parse("api.yaml", []byte(apiPolicy))
+	p, err := config.Parse("api.yaml", []byte(apiPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package client
 
 import (
 	"fmt"
-
-	"github.com/rlserver/rlserver/algo"
 )
 
 // Class is one priority class: its name and the percent of a limit's capacity it
@@ -52,20 +50,8 @@ func NewPriorities(classes ...Class) (Priorities, error) {
 func (p Priorities) Limit(l Limit, name string) (Limit, error) {
 	for _, c := range p.classes {
 		if c.Name == name {
-			return l.WithReserve(int(reserveOf(l.request(1, false), int64(c.ReservePercent)))), nil
+			return l.WithReserve(int(l.request(1, false).ReserveShare(int64(c.ReservePercent)))), nil
 		}
 	}
 	return Limit{}, fmt.Errorf("%w: unknown priority '%s'", ErrBadLimit, name)
-}
-
-// reserveOf is pct percent of r's capacity, rounded up, at most r.Limit.
-func reserveOf(r algo.Request, pct int64) int64 {
-	capacity := r.Limit
-	switch {
-	case r.Kind == algo.KindGCRA && r.Burst > 0:
-		capacity = r.Burst
-	case r.Kind == algo.KindLeaky:
-		capacity = r.Queue + 1
-	}
-	return min(r.Limit, (capacity*pct+99)/100)
 }

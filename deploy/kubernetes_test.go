@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -235,7 +235,7 @@ func deref(p *int64) any {
 // Kubernetes mounts, with its ..data symlink and timestamped directory.
 func loadPolicyConfigMap(file string, cm *corev1.ConfigMap, dir string) error {
 	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
-		if _, err := policy.Parse(key, []byte(cm.Data[key])); err != nil {
+		if _, err := config.Parse(key, []byte(cm.Data[key])); err != nil {
 			return fmt.Errorf("%s: ConfigMap %s: %w", file, cm.Name, err)
 		}
 	}
@@ -254,7 +254,7 @@ func loadPolicyConfigMap(file string, cm *corev1.ConfigMap, dir string) error {
 	if err := os.Symlink(filepath.Base(stamp), filepath.Join(dir, "..data")); err != nil {
 		return err
 	}
-	p, err := policy.Load(dir)
+	p, err := config.Load(dir)
 	if err != nil {
 		return fmt.Errorf("%s: ConfigMap %s mounted: %w", file, cm.Name, err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rlserver/rlserver/internal/conffile"
 	"github.com/rlserver/rlserver/internal/launch"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -319,7 +319,7 @@ func TestPolicySnippets(t *testing.T) {
 				continue
 			}
 			policies++
-			if _, err := policy.Parse(b.String(), []byte(b.text)); err != nil {
+			if _, err := config.Parse(b.String(), []byte(b.text)); err != nil {
 				t.Errorf("%s: the policy does not load: %v", b, err)
 			}
 		}

@@ -11,7 +11,8 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
+	"github.com/rlserver/rlserver/policy/engine"
 	"github.com/rlserver/rlserver/store"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -61,9 +62,9 @@ descriptors:
 `
 
 // newEngine is the real engine on a store of its own, under the policy yamlText.
-func newEngine(t testing.TB, yamlText string) (*policy.Engine, *store.Store) {
+func newEngine(t testing.TB, yamlText string) (*engine.Engine, *store.Store) {
 	t.Helper()
-	p, err := policy.Parse("test.yaml", []byte(yamlText))
+	p, err := config.Parse("test.yaml", []byte(yamlText))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func newEngine(t testing.TB, yamlText string) (*policy.Engine, *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return policy.NewEngine(st, p), st
+	return engine.New(st, p), st
 }
 
 // TestBadInputGRPC: each bad request, and a body that is no protobuf, is

@@ -15,6 +15,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -39,7 +40,7 @@ func (f *fakeDecider) Decide(req policy.Request, now int64) (policy.Response, er
 	return f.resp, f.err
 }
 
-func (f *fakeDecider) Policy() *policy.Policy { return nil }
+func (f *fakeDecider) Policy() *config.Policy { return nil }
 
 func (f *fakeDecider) calls() []policy.Request {
 	f.mu.Lock()

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -51,10 +52,10 @@ var (
 	errPanic      = errors.New("rls: internal error")
 )
 
-// Decider decides requests: *policy.Engine.
+// Decider decides requests: *engine.Engine.
 type Decider interface {
 	Decide(req policy.Request, now int64) (policy.Response, error)
-	Policy() *policy.Policy
+	Policy() *config.Policy
 }
 
 // Headers names the response headers added to a decision

@@ -13,7 +13,8 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
+	"github.com/rlserver/rlserver/policy/engine"
 	"github.com/rlserver/rlserver/policy/watch"
 	"github.com/rlserver/rlserver/store"
 )
@@ -46,7 +47,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		}
 	}
 	write(0)
-	pol, err := policy.Load(dir)
+	pol, err := config.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := policy.NewEngine(st, pol)
+	e := engine.New(st, pol)
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
 	go func() { watched <- watch.Watch(ctx, dir, e, slog.New(slog.DiscardHandler)) }()

@@ -15,7 +15,8 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/testenv"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
+	"github.com/rlserver/rlserver/policy/engine"
 	"github.com/rlserver/rlserver/store"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -246,7 +247,7 @@ func TestSideBySide(t *testing.T) {
 			}
 			defer conn.Close()
 			theirs := pb.NewRateLimitServiceClient(conn)
-			pol, err := policy.Load(cfgDir)
+			pol, err := config.Load(cfgDir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +255,7 @@ func TestSideBySide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours := startFront(t, Config{Decider: policy.NewEngine(st, pol), Headers: DefaultHeaders}).client
+			ours := startFront(t, Config{Decider: engine.New(st, pol), Headers: DefaultHeaders}).client
 			for _, c := range set.calls {
 			pairs:
 				for i := range c.times {

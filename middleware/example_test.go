@@ -15,7 +15,7 @@ import (
 )
 
 // A Go service limited by the policy its gateway asks /check about
-// (/check?domain=edge&descriptor=remote_address): the README's snippet.
+// (/check?domain=edge&descriptor=remote_address): the snippet of docs/gateway.md.
 func ExampleConfig_policy() {
 	rl, err := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"}))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/middleware"
 	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -43,7 +44,7 @@ func policyServer(t *testing.T) (*client.Client, string) {
 	if err := os.WriteFile(path, []byte(edgePolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.Load(path)
+	p, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

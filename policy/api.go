@@ -1,11 +1,15 @@
-// Package policy decides requests against rate-limit policies written in
-// envoyproxy/ratelimit's YAML format (with rlserver's extensions): YAML -> descriptors
-// -> store requests. It speaks no protocol; the gRPC, HTTP and RESP fronts call Decide.
+// Package policy holds the words of a rate-limit policy's decisions, as RLS v3 has
+// them: a request's descriptors, each descriptor's status, the limit that decided it.
+// The policy files (envoyproxy/ratelimit's YAML, package policy/config) and the
+// engine that decides requests on a store (policy/engine) are packages of their own,
+// so that code which only builds requests or reads answers, as the middleware and
+// package httpdesc do, imports neither a YAML parser nor the store.
 package policy
 
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
@@ -28,6 +32,52 @@ const (
 	UnitYear
 	UnitWeek
 )
+
+// unitNames are RLS v3's unit names, as envoyproxy/ratelimit reads them (upper-cased).
+var unitNames = map[string]Unit{
+	"SECOND": UnitSecond, "MINUTE": UnitMinute, "HOUR": UnitHour, "DAY": UnitDay,
+	"WEEK": UnitWeek, "MONTH": UnitMonth, "YEAR": UnitYear,
+}
+
+// Duration is the unit's window as envoyproxy/ratelimit's UnitToDivider has it (a
+// month is 30 days, a year 365), 0 for UnitUnknown.
+func (u Unit) Duration() time.Duration {
+	const day = 24 * time.Hour
+	switch u {
+	case UnitSecond:
+		return time.Second
+	case UnitMinute:
+		return time.Minute
+	case UnitHour:
+		return time.Hour
+	case UnitDay:
+		return day
+	case UnitWeek:
+		return 7 * day
+	case UnitMonth:
+		return 30 * day
+	case UnitYear:
+		return 365 * day
+	}
+	return 0
+}
+
+// String is the unit's RLS name in lower case ("second"...), "unknown" otherwise.
+func (u Unit) String() string {
+	for name, v := range unitNames {
+		if v == u {
+			return strings.ToLower(name)
+		}
+	}
+	return "unknown"
+}
+
+// ParseUnit is the unit an RLS unit name gives, in any case, as
+// envoyproxy/ratelimit reads it; false for a name that is no unit.
+func ParseUnit(name string) (Unit, bool) {
+	u, ok := unitNames[strings.ToUpper(name)]
+	return u, ok
+}
 
 // Override is a descriptor's own limit (RLS's RateLimitDescriptor.limit), which
 // replaces the rule's limit and unit but keeps its key and algorithm.
@@ -87,12 +137,12 @@ type Response struct {
 	Statuses []Status
 }
 
-// ErrInvalidRequest is wrapped by every error Decide returns for a request it refuses
+// ErrInvalidRequest is wrapped by every error an engine returns for a request it refuses
 // to decide (empty domain, no descriptors, an empty key, too many descriptors, a value
 // too long...); nothing is spent.
 var ErrInvalidRequest = errors.New("policy: invalid request")
 
-// The bounds of a request; past them Decide answers ErrInvalidRequest.
+// The bounds of a request; past them an engine answers ErrInvalidRequest.
 const (
 	MaxDescriptors = algo.MaxRules // descriptors in a request, so all_or_nothing can lock them all
 	MaxEntries     = 32            // entries in a descriptor, and levels of nesting in a policy
@@ -101,8 +151,10 @@ const (
 	MaxHits        = 1 << 40       // hits of a descriptor
 )
 
-// check refuses a request Decide does not decide, before anything is spent.
-func check(req Request) error {
+// Check is the error an engine answers a request it refuses to decide (wrapping
+// ErrInvalidRequest), or nil: the bounds above, an empty domain or key, no
+// descriptors or entries.
+func (req Request) Check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
 	}

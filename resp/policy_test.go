@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/core"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 )
 
 // testPolicy is a domain with a named per-user limit, a value-specific one, an
@@ -27,7 +27,7 @@ descriptors:
 // startPolicyServer starts a server deciding by testPolicy, its clock frozen at t0.
 func startPolicyServer(t *testing.T) *testServer {
 	t.Helper()
-	p, err := policy.Parse("api.yaml", []byte(testPolicy))
+	p, err := config.Parse("api.yaml", []byte(testPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestPolicyWithout(t *testing.T) {
 		{"RL.LIMITS", "ERR no policy in force: start rlserver with -limits"},
 		{"RL.LIMITS x", "ERR wrong number of arguments for 'rl.limits' command"},
 	})
-	p, err := policy.Parse("api.yaml", []byte(testPolicy))
+	p, err := config.Parse("api.yaml", []byte(testPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,8 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/topk"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
+	"github.com/rlserver/rlserver/policy/engine"
 	"github.com/rlserver/rlserver/replication"
 	"github.com/rlserver/rlserver/store"
 	"github.com/tidwall/redcon"
@@ -107,11 +108,11 @@ type Config struct {
 	// core's store: the caller of NewFront builds it and hands the same one to the
 	// other fronts. Nil, and Policy nil: RL.POLICY and RL.LIMITS answer that no
 	// policy is in force.
-	Engine *policy.Engine
+	Engine *engine.Engine
 	// Policy, if set without Engine, is the policy the server builds its own engine
 	// of, on its core's store: for NewServer, whose caller holds no core.
 	// Server.Policy returns that engine.
-	Policy *policy.Policy
+	Policy *config.Policy
 }
 
 // Errors returned by Server methods.
@@ -164,7 +165,7 @@ type Server struct {
 	mon     monitors          // server_monitor.go
 	slow    slowlog           // server_slowlog.go
 
-	policy   *policy.Engine // Config.Policy's engine; nil without one (policy_cmd.go)
+	policy   *engine.Engine // Config.Policy's engine; nil without one (policy_cmd.go)
 	refused  *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
 	errStats errorStats     // server_info_stats.go
 	// slotLocks are cluster mode's slot locks: a call takes its slot's read side,
@@ -253,7 +254,7 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 	}
 	s.policy = cfg.Engine
 	if s.policy == nil && cfg.Policy != nil {
-		s.policy = policy.NewEngine(c.Store(), cfg.Policy)
+		s.policy = engine.New(c.Store(), cfg.Policy)
 	}
 	if cfg.Cluster != nil && !cfg.Cluster.Static() {
 		s.slotLocks = new([cluster.Slots]sync.RWMutex)
@@ -279,7 +280,7 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 
 // Policy is the engine RL.POLICY decides by: Config.Engine, or the one built of
 // Config.Policy; nil without either.
-func (s *Server) Policy() *policy.Engine { return s.policy }
+func (s *Server) Policy() *engine.Engine { return s.policy }
 
 // check validates the RESP front's own fields of cfg.
 func (cfg Config) check() error {

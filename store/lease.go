@@ -17,7 +17,7 @@ import (
 // caller who could predict the next ids could fill a key with them, so that every
 // generation walks the whole set again and again, or release others' leases. The
 // returned ID is the caller's own copy.
-// r.ID, when given, is 1 to 128 bytes, as resp.ParseAcquire ensures.
+// r.ID, when given, is 1 to 128 bytes, as rlcmd.ParseAcquire ensures.
 func (s *Store) Acquire(key []byte, r algo.LeaseRequest, now int64) (algo.LeaseDecision, error) {
 	if len(key) > maxKeyLen {
 		return algo.LeaseDecision{}, ErrKeyTooLong

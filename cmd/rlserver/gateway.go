@@ -15,7 +15,7 @@ import (
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/gateway"
 	"github.com/rlserver/rlserver/httpdesc"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/engine"
 )
 
 // gatewayOptions are the flags of the gateway fronts (package gateway) and their policy.
@@ -47,7 +47,7 @@ func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
 // Deployment sets, the flags given neither on the command line nor in the config
 // file, so the same manifest runs rlserver. A manifest naming a policy directory
 // (RUNTIME_ROOT or RUNTIME_SUBDIRECTORY) gets their listeners by default: gRPC on
-// 0.0.0.0:8081, HTTP on 0.0.0.0:8080. The variables are listed in the README.
+// 0.0.0.0:8081, HTTP on 0.0.0.0:8080. The variables are listed in docs/gateway.md.
 func ratelimitEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -128,15 +128,15 @@ func boolText(s string) string {
 }
 
 // startGateway starts the fronts g asks for on c's store, clock and role, deciding
-// with engine (nil: no policy, every domain unknown); nil when g asks for none.
-func startGateway(c *core.Core, engine *policy.Engine, g gatewayOptions, logger *slog.Logger) (*gateway.Server, error) {
+// with eng (nil: no policy, every domain unknown); nil when g asks for none.
+func startGateway(c *core.Core, eng *engine.Engine, g gatewayOptions, logger *slog.Logger) (*gateway.Server, error) {
 	if g.rlsAddr == "" && g.httpAddr == "" {
 		return nil, nil
 	}
-	if engine == nil {
-		engine = policy.NewEngine(c.Store(), nil)
+	if eng == nil {
+		eng = engine.New(c.Store(), nil)
 	}
-	cfg := gateway.Config{Decider: engine, Now: c.Now, Serving: c.IsPrimary, Logger: logger, ShadowMode: g.shadowMode,
+	cfg := gateway.Config{Decider: eng, Now: c.Now, Serving: c.IsPrimary, Logger: logger, ShadowMode: g.shadowMode,
 		Registerer: c.Registry()}
 	if g.headers {
 		cfg.Headers = gateway.Headers{

@@ -28,7 +28,8 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/conffile"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
+	"github.com/rlserver/rlserver/policy/engine"
 	"github.com/rlserver/rlserver/policy/watch"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
@@ -319,24 +320,24 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	}
 	// Last, after every front has returned: no command runs after the final snapshot.
 	defer func() { err = errors.Join(err, c.Close()) }()
-	var engine *policy.Engine // RL.POLICY's, which the gateway fronts share
+	var eng *engine.Engine // RL.POLICY's, which the gateway fronts share
 	if opts.gw.limits != "" {
-		p, err := policy.Load(opts.gw.limits)
+		p, err := config.Load(opts.gw.limits)
 		if err != nil {
 			return err // the file, the descriptor's path and the reason
 		}
-		engine = policy.NewEngine(c.Store(), p)
-		opts.cfg.Engine = engine
+		eng = engine.New(c.Store(), p)
+		opts.cfg.Engine = eng
 	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
 		return err
 	}
-	if engine != nil {
-		engine.LoadResult(nil)
-		c.Registry().MustRegister(engine.Collector())
+	if eng != nil {
+		eng.LoadResult(nil)
+		c.Registry().MustRegister(eng.Collector())
 		go func() { // a file that does not load keeps the old policy
-			if err := watch.Watch(ctx, opts.gw.limits, engine, logger); err != nil {
+			if err := watch.Watch(ctx, opts.gw.limits, eng, logger); err != nil {
 				logger.Error("policy not watched: changes need a restart", "path", opts.gw.limits, "err", err)
 			}
 		}()
@@ -365,7 +366,7 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 		// Serve below returns once Close has stopped both listeners.
 		go srv.ServeTLS(tlsLn)
 	}
-	gw, err := startGateway(c, engine, opts.gw, logger)
+	gw, err := startGateway(c, eng, opts.gw, logger)
 	if err != nil {
 		ln.Close()
 		return err

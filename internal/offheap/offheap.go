@@ -6,7 +6,7 @@
 // store cost about twice what it holds. The collector lets the heap grow to twice the
 // live data before collecting (GOGC=100) and hands freed spans back to the OS only
 // slowly; a slice that grows by copying leaves its old array behind until then
-// (TestMemoryPerUser measures RSS per user; the README has the figures).
+// (TestMemoryPerUser measures RSS per user; docs/benchmarks.md has the figures).
 // Memory mapped here is never scanned or counted by the collector, so no GOGC headroom
 // applies to it, an array that grows is unmapped the moment it has been copied, and the
 // RSS of an array's capacity not yet used stays zero until it is touched.

@@ -12,17 +12,17 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 )
 
 // settle is how long Watch waits after a change for more of it: an editor's save or a
 // ConfigMap swap is several events, and one reload should see them all.
 const settle = 50 * time.Millisecond
 
-// Target is what a watch reloads: a policy engine (policy.Engine is one).
+// Target is what a watch reloads: a policy engine (engine.Engine is one).
 type Target interface {
 	// SetPolicy puts p in force.
-	SetPolicy(p *policy.Policy)
+	SetPolicy(p *config.Policy)
 	// LoadResult counts a load, failed if err is not nil.
 	LoadResult(err error)
 }
@@ -77,7 +77,7 @@ func watch(ctx context.Context, path string, e Target, log *slog.Logger, ready c
 			for _, dir := range watchDirs(path) {
 				_ = w.Add(dir) // already watched: no-op; gone: the load below says so
 			}
-			p, err := policy.Load(path)
+			p, err := config.Load(path)
 			e.LoadResult(err)
 			if err != nil {
 				log.Error("policy not reloaded, the one in force stays", "path", path, "err", err)

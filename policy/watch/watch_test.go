@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
+	"github.com/rlserver/rlserver/policy/engine"
 	"github.com/rlserver/rlserver/store"
 )
 
@@ -27,7 +29,7 @@ func version(n int) string {
 
 // limitOf is the limit in force for descriptor a, -1 if none, as the policy's dump
 // (MarshalText) says it.
-func limitOf(e *engine) int64 {
+func limitOf(e *countingEngine) int64 {
 	text, _ := e.Policy().MarshalText()
 	m := regexp.MustCompile(`(?m)^  d\.a: (\d+) per `).FindSubmatch(text)
 	if m == nil {
@@ -37,14 +39,14 @@ func limitOf(e *engine) int64 {
 	return n
 }
 
-// engine is a policy.Engine whose loads are counted, as its metrics count them.
-type engine struct {
-	*policy.Engine
+// countingEngine is an engine.Engine whose loads are counted, as its metrics count them.
+type countingEngine struct {
+	*engine.Engine
 	loadsOK, loadErr atomic.Int64
 }
 
 // LoadResult counts the load, then has the engine count it.
-func (e *engine) LoadResult(err error) {
+func (e *countingEngine) LoadResult(err error) {
 	if err != nil {
 		e.loadErr.Add(1)
 	} else {
@@ -67,9 +69,9 @@ func desc(kv ...string) policy.Descriptor {
 
 // startWatch loads path into a new engine and watches it, returning once the watch is
 // set up, with the log the watch writes to.
-func startWatch(t *testing.T, path string) (*engine, *syncBuffer) {
+func startWatch(t *testing.T, path string) (*countingEngine, *syncBuffer) {
 	t.Helper()
-	p, err := policy.Load(path)
+	p, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func startWatch(t *testing.T, path string) (*engine, *syncBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &engine{Engine: policy.NewEngine(st, p)}
+	e := &countingEngine{Engine: engine.New(st, p)}
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	ready, done := make(chan struct{}), make(chan error, 1)

@@ -1,8 +1,10 @@
-package policy
+package engine
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/rlserver/rlserver/policy"
 )
 
 // BenchmarkDecide decides requests of 1 and of 5 descriptors over 100,000 users,
@@ -22,7 +24,7 @@ func BenchmarkDecide(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				e, _ := newEngine(b, "domain: d\n"+mode+"descriptors:\n"+rules)
-				reqs := make([]Request, users)
+				reqs := make([]policy.Request, users)
 				for u := range reqs {
 					reqs[u].Domain = "d"
 					for k := 0; k < n; k++ {

@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/policy"
 
 	"github.com/rlserver/rlserver/algo"
 )
@@ -107,30 +109,30 @@ func TestParseRefuses(t *testing.T) {
 func TestParseAccepts(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
-		entries    []Entry
+		entries    []policy.Entry
 		want       string // the matched rule as "requests/window kind", "" for none
 	}{
-		{"minimal", "domain: d\n", []Entry{{"a", "b"}}, ""},
-		{"null descriptors", "domain: d\ndescriptors:\n", []Entry{{"a", "b"}}, ""},
+		{"minimal", "domain: d\n", []policy.Entry{{Key: "a", Value: "b"}}, ""},
+		{"null descriptors", "domain: d\ndescriptors:\n", []policy.Entry{{Key: "a", Value: "b"}}, ""},
 		{"integer value", "domain: d\ndescriptors:\n  - key: port\n    value: 8080\n    rate_limit: {unit: second, requests_per_unit: 3}\n",
-			[]Entry{{"port", "8080"}}, "3/1s fixed"},
-		{"upper-case unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: MINUTE, requests_per_unit: 3}\n", []Entry{{"a", "x"}}, "3/1m0s fixed"},
-		{"yaml 1.1 booleans", "domain: d\ndescriptors:\n  - key: a\n    shadow_mode: yes\n    rate_limit: {unlimited: on}\n", []Entry{{"a", "x"}}, "unlimited"},
-		{"hex count", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: day, requests_per_unit: 0x10}\n", []Entry{{"a", "x"}}, "16/24h0m0s fixed"},
+			[]policy.Entry{{Key: "port", Value: "8080"}}, "3/1s fixed"},
+		{"upper-case unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: MINUTE, requests_per_unit: 3}\n", []policy.Entry{{Key: "a", Value: "x"}}, "3/1m0s fixed"},
+		{"yaml 1.1 booleans", "domain: d\ndescriptors:\n  - key: a\n    shadow_mode: yes\n    rate_limit: {unlimited: on}\n", []policy.Entry{{Key: "a", Value: "x"}}, "unlimited"},
+		{"hex count", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: day, requests_per_unit: 0x10}\n", []policy.Entry{{Key: "a", Value: "x"}}, "16/24h0m0s fixed"},
 		{"anchors", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &rl {unit: hour, requests_per_unit: 7}\n  - key: b\n    rate_limit: *rl\n",
-			[]Entry{{"b", "x"}}, "7/1h0m0s fixed"},
-		{"window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {window: 90s, requests_per_unit: 10, algorithm: slide}\n", []Entry{{"a", "x"}}, "10/1m30s slide"},
-		{"token burst", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {window: 15m, requests_per_unit: 10, algorithm: token, burst: 40}\n", []Entry{{"a", "x"}}, "10/15m0s token"},
-		{"month", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: month, requests_per_unit: 1}\n", []Entry{{"a", "x"}}, "1/720h0m0s fixed"},
+			[]policy.Entry{{Key: "b", Value: "x"}}, "7/1h0m0s fixed"},
+		{"window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {window: 90s, requests_per_unit: 10, algorithm: slide}\n", []policy.Entry{{Key: "a", Value: "x"}}, "10/1m30s slide"},
+		{"token burst", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {window: 15m, requests_per_unit: 10, algorithm: token, burst: 40}\n", []policy.Entry{{Key: "a", Value: "x"}}, "10/15m0s token"},
+		{"month", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: month, requests_per_unit: 1}\n", []policy.Entry{{Key: "a", Value: "x"}}, "1/720h0m0s fixed"},
 		{"priorities", "domain: d\npriorities:\n  descriptor_key: priority\n  default: normal\n  classes:\n    - name: critical\n    - name: normal\n      reserve_percent: 20\n    - name: all\n      reserve_percent: 100\n" +
-			"descriptors:\n  - key: a\n    rate_limit: {unit: day, requests_per_unit: 3}\n", []Entry{{"a", "x"}}, "3/24h0m0s fixed"},
+			"descriptors:\n  - key: a\n    rate_limit: {unit: day, requests_per_unit: 3}\n", []policy.Entry{{Key: "a", Value: "x"}}, "3/24h0m0s fixed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := Parse("p.yaml", []byte(tc.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, _ := p.domains["d"].match(tc.entries)
+			r, _ := p.domains["d"].Match(tc.entries)
 			if got := ruleText(r); got != tc.want {
 				t.Fatalf("matched %q, want %q", got, tc.want)
 			}
@@ -138,14 +140,14 @@ func TestParseAccepts(t *testing.T) {
 	}
 }
 
-func ruleText(r *rule) string {
+func ruleText(r *Rule) string {
 	switch {
 	case r == nil:
 		return ""
-	case r.unlimited:
+	case r.Unlimited:
 		return "unlimited"
 	}
-	return strings.Join([]string{itoa(uint64(r.requests)) + "/" + r.window.String(), r.kind.String()[3:]}, " ")
+	return strings.Join([]string{itoa(uint64(r.Requests)) + "/" + r.Window.String(), r.Request.Kind.String()[3:]}, " ")
 }
 
 func itoa(n uint64) string {
@@ -183,7 +185,7 @@ descriptors:
 		"g": {Kind: algo.KindGCRA, Limit: 10, Burst: 5, Window: 1e6, Cost: 1},
 		"l": {Kind: algo.KindLeaky, Limit: 10, Queue: 2, Window: 1e6, Cost: 1},
 	} {
-		if got := d.root.children[key].rule.req; got != want {
+		if got := d.root.children[key].rule.Request; got != want {
 			t.Errorf("%s: %+v, want %+v", key, got, want)
 		}
 	}

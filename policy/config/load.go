@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"errors"
@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlserver/rlserver/algo"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/policy"
 )
 
 // LoadError is why a policy file was refused: the file, the line, the descriptor's
@@ -60,7 +62,7 @@ func Load(path string) (*Policy, error) {
 			files = append(files, filepath.Join(path, name))
 		}
 	}
-	p := &Policy{source: path, domains: map[string]*domain{}}
+	p := &Policy{source: path, domains: map[string]*Domain{}}
 	for _, f := range files {
 		data, err := readFile(f)
 		if err != nil {
@@ -78,6 +80,7 @@ func Load(path string) (*Policy, error) {
 		p.names = append(p.names, d.name)
 	}
 	slices.Sort(p.names)
+	p.number()
 	return p, nil
 }
 
@@ -90,7 +93,17 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Policy{source: name, domains: map[string]*domain{d.name: d}, names: []string{d.name}}, nil
+	p := &Policy{source: name, domains: map[string]*Domain{d.name: d}, names: []string{d.name}}
+	p.number()
+	return p, nil
+}
+
+// number gives the policy's rules their Index.
+func (p *Policy) number() {
+	for r := range p.Rules() {
+		r.Index = p.rules
+		p.rules++
+	}
 }
 
 // readFile reads at most MaxFileSize bytes of a file, and refuses a longer one.
@@ -127,13 +140,13 @@ func (l *loader) fail(err error, path string) error {
 }
 
 // parseDomain builds one file's domain, as envoyproxy/ratelimit's loadConfig does.
-func parseDomain(file string, data []byte) (*domain, error) {
+func parseDomain(file string, data []byte) (*Domain, error) {
 	l := &loader{file: file}
 	root, err := parseYAML(data)
 	if err != nil {
 		return nil, l.fail(err, "")
 	}
-	d := &domain{file: file, root: newNode()}
+	d := &Domain{file: file, root: newNode()}
 	var descs []*yaml.Node
 	if root != nil {
 		d.line = root.Line
@@ -254,8 +267,8 @@ func (l *loader) descriptors(parent *node, parentKey string, descs []*yaml.Node,
 		if wild {
 			parent.wildcards = append(parent.wildcards, finalKey)
 		}
-		if depth >= MaxEntries && len(yd.children) > 0 {
-			return at("descriptors nested deeper than %d levels", MaxEntries)
+		if depth >= policy.MaxEntries && len(yd.children) > 0 {
+			return at("descriptors nested deeper than %d levels", policy.MaxEntries)
 		}
 		if err := l.descriptors(n, path+".", yd.children, depth+1); err != nil {
 			return err
@@ -280,9 +293,9 @@ const (
 
 // rule reads a descriptor's rate_limit, as envoyproxy/ratelimit's loadDescriptors does,
 // then rlserver's algorithm, window and burst.
-func (l *loader) rule(yd yamlDescriptor, path string) (*rule, error) {
-	r := &rule{domain: l.domain, path: strings.TrimPrefix(path, l.domain+"."), shadow: yd.shadow,
-		quota: yd.quota, detailed: yd.detailed, kind: algo.KindFixed}
+func (l *loader) rule(yd yamlDescriptor, path string) (*Rule, error) {
+	r := &Rule{Domain: l.domain, Path: strings.TrimPrefix(path, l.domain+"."), Shadow: yd.shadow,
+		Quota: yd.quota, Detailed: yd.detailed}
 	line := yd.rateLimitKey.Line
 	at := func(reason string, args ...any) error {
 		return &LoadError{File: l.file, Line: line, Path: path, Reason: fmt.Sprintf(reason, args...)}
@@ -302,9 +315,9 @@ func (l *loader) rule(yd yamlDescriptor, path string) (*rule, error) {
 		case "requests_per_unit":
 			rpu, err = asUint(k, v, 1<<32-1)
 		case "unlimited":
-			r.unlimited, err = asBool(k, v)
+			r.Unlimited, err = asBool(k, v)
 		case "name":
-			r.name, err = asString(k, v)
+			r.Name, err = asString(k, v)
 		case "replaces":
 			replaces, err = asMaps(k, v)
 		case "algorithm":
@@ -318,18 +331,18 @@ func (l *loader) rule(yd yamlDescriptor, path string) (*rule, error) {
 			return nil, l.fail(err, path)
 		}
 	}
-	u, validUnit := unitNames[strings.ToUpper(unit)]
+	u, validUnit := policy.ParseUnit(unit)
 	switch {
-	case r.unlimited && validUnit:
+	case r.Unlimited && validUnit:
 		return nil, at("should not specify rate limit unit when unlimited")
-	case r.unlimited && (window != "" || algorithm != "" || burst != 0):
+	case r.Unlimited && (window != "" || algorithm != "" || burst != 0):
 		return nil, at("an unlimited rate_limit takes no window, algorithm or burst")
-	case !r.unlimited && window != "" && unit != "":
+	case !r.Unlimited && window != "" && unit != "":
 		return nil, at("give unit or window, not both")
-	case !r.unlimited && window == "" && !validUnit:
+	case !r.Unlimited && window == "" && !validUnit:
 		return nil, at("invalid rate limit unit '%s'", unit)
 	}
-	r.unit, r.requests = u, uint32(rpu)
+	r.Unit, r.Requests = u, uint32(rpu)
 	for _, rep := range replaces {
 		var name string
 		rfs, err := fields(rep, "a replaces entry", replacesKeys)
@@ -339,61 +352,62 @@ func (l *loader) rule(yd yamlDescriptor, path string) (*rule, error) {
 		if err != nil {
 			return nil, l.fail(err, path)
 		}
-		r.replaces = append(r.replaces, name)
+		r.Replaces = append(r.Replaces, name)
 	}
-	for _, name := range r.replaces {
+	for _, name := range r.Replaces {
 		if name == "" {
 			return nil, at("should not have an empty replaces entry")
 		}
-		if name == r.name {
+		if name == r.Name {
 			return nil, at("replaces should not contain name of same descriptor")
 		}
 	}
-	if r.unlimited {
+	if r.Unlimited {
 		return r, nil
 	}
-	r.window = u.Duration()
+	r.Window = u.Duration()
 	if window != "" {
-		if r.window, err = time.ParseDuration(window); err != nil || r.window < time.Millisecond || r.window > maxWindow {
+		if r.Window, err = time.ParseDuration(window); err != nil || r.Window < time.Millisecond || r.Window > maxWindow {
 			return nil, at("window '%s' is not a duration between 1ms and 8760h (365 days)", window)
 		}
-		if r.window%time.Microsecond != 0 {
+		if r.Window%time.Microsecond != 0 {
 			return nil, at("window '%s' is not a whole number of microseconds", window)
 		}
 	}
+	kind := algo.KindFixed
 	if algorithm != "" {
 		k, ok := algorithms[algorithm]
 		if !ok {
 			return nil, at("unknown algorithm '%s' (fixed, slide, log, token, gcra or leaky)", algorithm)
 		}
-		r.kind = k
+		kind = k
 	}
-	if err := r.checkAlgorithm(burst); err != nil {
+	if err := r.checkAlgorithm(kind, burst); err != nil {
 		return nil, at("%s", err)
 	}
-	r.limit()
-	r.keyPrefix = string(append(escape(appendRulePrefix(nil, l.domain, r.kind.String()[3:], r.window), l.top), '='))
+	r.setLimit()
+	r.KeyPrefix = string(append(escape(appendRulePrefix(nil, l.domain, kind.String()[3:], r.Window), l.top), '='))
 	return r, nil
 }
 
-// checkAlgorithm checks the limit and burst against the algorithm's ranges and sets
-// the rule's request template.
-func (r *rule) checkAlgorithm(burst uint64) error {
-	name := r.kind.String()[3:]
-	req := algo.Request{Kind: r.kind, Limit: int64(r.requests), Window: r.window.Microseconds(), Cost: 1}
-	if r.kind == algo.KindFixed {
+// checkAlgorithm checks the limit and burst against the ranges of algorithm kind and
+// sets the rule's Request.
+func (r *Rule) checkAlgorithm(kind algo.Kind, burst uint64) error {
+	name := kind.String()[3:]
+	req := algo.Request{Kind: kind, Limit: int64(r.Requests), Window: r.Window.Microseconds(), Cost: 1}
+	if kind == algo.KindFixed {
 		if burst != 0 {
 			return errors.New("burst applies to the token, gcra and leaky algorithms")
 		}
-		r.req = req
+		r.Request = req
 		return nil
 	}
-	if r.requests < 1 || r.requests > maxAlgoLimit {
+	if r.Requests < 1 || r.Requests > maxAlgoLimit {
 		return fmt.Errorf("requests_per_unit must be between 1 and %d for algorithm %s", maxAlgoLimit, name)
 	}
-	switch r.kind {
+	switch kind {
 	case algo.KindLog:
-		if r.requests > maxLogLimit {
+		if r.Requests > maxLogLimit {
 			return fmt.Errorf("requests_per_unit must be at most %d for algorithm log", maxLogLimit)
 		}
 		fallthrough
@@ -412,9 +426,44 @@ func (r *rule) checkAlgorithm(burst uint64) error {
 	case algo.KindLeaky:
 		req.Queue = int64(burst)
 	}
-	if err := checkSchedule(req); err != nil {
+	if err := CheckSchedule(req); err != nil {
 		return fmt.Errorf("burst and window out of range: %w", err)
 	}
-	r.req = req
+	r.Request = req
 	return nil
 }
+
+// CheckSchedule is algo.Request.CheckSchedule for the kinds it bounds (it divides by
+// the limit, which a fixed window may have 0): a rule's request, or a call's with its
+// hits as Cost.
+func CheckSchedule(r algo.Request) error {
+	if r.Kind == algo.KindGCRA || r.Kind == algo.KindLeaky {
+		return r.CheckSchedule()
+	}
+	return nil
+}
+
+// Override is a descriptor's own limit as envoyproxy/ratelimit applies it: in place of
+// whatever rule matched (or none), with no name, replaces, shadow or quota mode; here
+// it keeps the matched rule's algorithm when that is not fixed, and its Path and
+// Index, so that both count in one rule's metrics. The error wraps
+// policy.ErrInvalidRequest.
+func (d *Domain) Override(matched *Rule, o policy.Override) (*Rule, error) {
+	w := o.Unit.Duration()
+	if w == 0 {
+		return nil, fmt.Errorf("%w: limit override with unit %d", policy.ErrInvalidRequest, o.Unit)
+	}
+	r := &Rule{Domain: d.name, Path: OverridePath, Index: -1, Requests: o.RequestsPerUnit, Unit: o.Unit, Window: w}
+	kind := algo.KindFixed
+	if matched != nil && !matched.Unlimited {
+		kind, r.Path, r.Index = matched.Request.Kind, matched.Path, matched.Index
+	}
+	if err := r.checkAlgorithm(kind, 0); err != nil {
+		return nil, fmt.Errorf("%w: limit override: %v", policy.ErrInvalidRequest, err)
+	}
+	r.setLimit()
+	return r, nil
+}
+
+// OverridePath is the Path of a limit override no rule matched.
+const OverridePath = "(override)"

@@ -1,18 +1,20 @@
-package policy
+package config
 
 import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/policy"
 )
 
-// match finds the rule of a descriptor's entries as envoyproxy/ratelimit's GetLimit
-// does: depth by depth, "key_value" first, then the first wildcard "key_prefix*" of
+// Match finds the rule of a descriptor's entries (nil: none) as envoyproxy/ratelimit's
+// GetLimit does: depth by depth, "key_value" first, then the first wildcard "key_prefix*" of
 // the level in file order, then "key" alone; a rule counts only at the last entry,
 // and the walk stops at a descriptor without children. shared holds, per entry
 // matched through a share_threshold wildcard, the value pattern its state is kept
 // under (nil when none).
-func (d *domain) match(entries []Entry) (r *rule, shared []string) {
+func (d *Domain) Match(entries []policy.Entry) (r *Rule, shared []string) {
 	var buf [128]byte
 	parent := d.root
 	for i, e := range entries {
@@ -51,14 +53,19 @@ func (d *domain) match(entries []Entry) (r *rule, shared []string) {
 	return r, shared
 }
 
-// appendKey appends the store key of a descriptor's state under a rule of kind and
-// window: "rl:DOMAIN:fixed/60s:key=value:key2=value2". The algorithm and window are
+// AppendKey appends to b the store key of the state of a descriptor's entries under r,
+// shared as Match gave it: "rl:DOMAIN:fixed/60s:key=value:key2=value2". The algorithm and window are
 // part of the name, so a reload that changes them starts afresh instead of misreading
 // another algorithm's state; the limit is not, so a changed limit keeps the counts (as
 // envoyproxy/ratelimit's keys do). They come before the entries so that all of a rule's
-// keys share the bytes up to the first '=' (rulePrefix), which the store interns.
+// keys share their first bytes (Rule.KeyPrefix), which the store interns.
 // Separators inside names are escaped (escape).
-func appendKey(b []byte, domain string, entries []Entry, shared []string, kindName string, window time.Duration) []byte {
+func (r *Rule) AppendKey(b []byte, entries []policy.Entry, shared []string) []byte {
+	return appendKey(b, r.Domain, entries, shared, r.Request.Kind.String()[3:], r.Window)
+}
+
+// appendKey is AppendKey of a rule of domain, algorithm kindName and window.
+func appendKey(b []byte, domain string, entries []policy.Entry, shared []string, kindName string, window time.Duration) []byte {
 	b = appendRulePrefix(b, domain, kindName, window)
 	for i, e := range entries {
 		if i > 0 {

@@ -1,4 +1,4 @@
-package policy
+package engine
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -50,7 +53,7 @@ descriptors:
 
 func newEngine(t testing.TB, yaml string) (*Engine, *store.Store) {
 	t.Helper()
-	p, err := Parse("p.yaml", []byte(yaml))
+	p, err := config.Parse("p.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,25 +61,25 @@ func newEngine(t testing.TB, yaml string) (*Engine, *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewEngine(st, p), st
+	return New(st, p), st
 }
 
-func desc(kv ...string) Descriptor {
-	var d Descriptor
+func desc(kv ...string) policy.Descriptor {
+	var d policy.Descriptor
 	for i := 0; i < len(kv); i += 2 {
-		d.Entries = append(d.Entries, Entry{kv[i], kv[i+1]})
+		d.Entries = append(d.Entries, policy.Entry{Key: kv[i], Value: kv[i+1]})
 	}
 	return d
 }
 
-// want is one Status in short: code, requests of the limit (-1: no limit), remaining.
+// want is one policy.Status in short: code, requests of the limit (-1: no limit), remaining.
 type want struct {
-	code      Code
+	code      policy.Code
 	requests  int64
 	remaining uint32
 }
 
-func short(s Status) want {
+func short(s policy.Status) want {
 	w := want{s.Code, -1, s.Remaining}
 	if s.Limit != nil {
 		w.requests = int64(s.Limit.RequestsPerUnit)
@@ -92,38 +95,38 @@ func short(s Status) want {
 // limit, a descriptor's own limit on the same counter.
 func TestDecideAsTheirs(t *testing.T) {
 	e, _ := newEngine(t, rlPolicy)
-	O, X := CodeOK, CodeOverLimit
+	O, X := policy.CodeOK, policy.CodeOverLimit
 	steps := []struct {
 		name    string
-		req     Request
-		overall Code
+		req     policy.Request
+		overall policy.Code
 		want    []want
 	}{
-		{"1st", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x")}}, O, []want{{O, 2, 1}}},
-		{"2nd", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x")}}, O, []want{{O, 2, 0}}},
-		{"3rd over", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x")}}, X, []want{{X, 2, 0}}},
-		{"4th over", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x")}}, X, []want{{X, 2, 0}}},
+		{"1st", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x")}}, O, []want{{O, 2, 1}}},
+		{"2nd", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x")}}, O, []want{{O, 2, 0}}},
+		{"3rd over", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x")}}, X, []want{{X, 2, 0}}},
+		{"4th over", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x")}}, X, []want{{X, 2, 0}}},
 		// INCRBY 0 answers 4 > 2: still over, since the refused hits counted.
-		{"hits 0 over", Request{Domain: "rl", Descriptors: []Descriptor{{Entries: desc("foo", "x").Entries, HitsSet: true}}}, X, []want{{X, 2, 0}}},
+		{"hits 0 over", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{{Entries: desc("foo", "x").Entries, HitsSet: true}}}, X, []want{{X, 2, 0}}},
 		// The same counter under a descriptor's own limit: 4+1 of 10.
-		{"override", Request{Domain: "rl", Descriptors: []Descriptor{{Entries: desc("foo", "x").Entries, Limit: &Override{10, UnitMinute}}}}, O, []want{{O, 10, 5}}},
-		{"hits_addend 3", Request{Domain: "rl", Hits: 3, Descriptors: []Descriptor{desc("foo", "y")}}, X, []want{{X, 2, 0}}},
-		{"per-descriptor hits", Request{Domain: "rl", Hits: 3, Descriptors: []Descriptor{{Entries: desc("foo", "z").Entries, Hits: 2}}}, O, []want{{O, 2, 0}}},
-		{"nested", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x", "bar", "y")}}, O, []want{{O, 3, 2}}},
-		{"banned", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x", "bar", "banned")}}, X, []want{{X, 0, 0}}},
-		{"banned replaced", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x", "bar", "banned"), desc("category", "account")}},
+		{"override", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{{Entries: desc("foo", "x").Entries, Limit: &policy.Override{RequestsPerUnit: 10, Unit: policy.UnitMinute}}}}, O, []want{{O, 10, 5}}},
+		{"hits_addend 3", policy.Request{Domain: "rl", Hits: 3, Descriptors: []policy.Descriptor{desc("foo", "y")}}, X, []want{{X, 2, 0}}},
+		{"per-descriptor hits", policy.Request{Domain: "rl", Hits: 3, Descriptors: []policy.Descriptor{{Entries: desc("foo", "z").Entries, Hits: 2}}}, O, []want{{O, 2, 0}}},
+		{"nested", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x", "bar", "y")}}, O, []want{{O, 3, 2}}},
+		{"banned", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x", "bar", "banned")}}, X, []want{{X, 0, 0}}},
+		{"banned replaced", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x", "bar", "banned"), desc("category", "account")}},
 			O, []want{{O, -1, 0}, {O, 4, 3}}},
-		{"shadow 1st", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x", "baz", "shady")}}, O, []want{{O, 1, 0}}},
-		{"shadow over", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x", "baz", "shady")}}, O, []want{{O, 1, 0}}},
-		{"unlimited", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x", "bay", "1")}}, O, []want{{O, -1, math.MaxUint32}}},
-		{"unmatched", Request{Domain: "rl", Descriptors: []Descriptor{desc("nope", "1"), desc("foo", "x", "bar", "y", "deeper", "1")}}, O, []want{{O, -1, 0}, {O, -1, 0}}},
-		{"unknown domain", Request{Domain: "other", Descriptors: []Descriptor{desc("foo", "x")}}, O, []want{{O, -1, 0}}},
-		{"unknown domain, override", Request{Domain: "other", Descriptors: []Descriptor{{Entries: desc("foo", "x").Entries, Limit: &Override{1, UnitSecond}}}}, O, []want{{O, -1, 0}}},
-		{"override unmatched", Request{Domain: "rl", Descriptors: []Descriptor{{Entries: desc("nope", "1").Entries, Limit: &Override{1, UnitSecond}}}}, O, []want{{O, 1, 0}}},
-		{"quota 1st", Request{Domain: "rl", Descriptors: []Descriptor{desc("q", "1")}}, O, []want{{O, 1, 0}}},
-		{"quota over", Request{Domain: "rl", Descriptors: []Descriptor{desc("q", "1"), desc("foo", "w")}}, O, []want{{O, 1, 0}, {O, 2, 1}}},
+		{"shadow 1st", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x", "baz", "shady")}}, O, []want{{O, 1, 0}}},
+		{"shadow over", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x", "baz", "shady")}}, O, []want{{O, 1, 0}}},
+		{"unlimited", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x", "bay", "1")}}, O, []want{{O, -1, math.MaxUint32}}},
+		{"unmatched", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("nope", "1"), desc("foo", "x", "bar", "y", "deeper", "1")}}, O, []want{{O, -1, 0}, {O, -1, 0}}},
+		{"unknown domain", policy.Request{Domain: "other", Descriptors: []policy.Descriptor{desc("foo", "x")}}, O, []want{{O, -1, 0}}},
+		{"unknown domain, override", policy.Request{Domain: "other", Descriptors: []policy.Descriptor{{Entries: desc("foo", "x").Entries, Limit: &policy.Override{RequestsPerUnit: 1, Unit: policy.UnitSecond}}}}, O, []want{{O, -1, 0}}},
+		{"override unmatched", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{{Entries: desc("nope", "1").Entries, Limit: &policy.Override{RequestsPerUnit: 1, Unit: policy.UnitSecond}}}}, O, []want{{O, 1, 0}}},
+		{"quota 1st", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("q", "1")}}, O, []want{{O, 1, 0}}},
+		{"quota over", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("q", "1"), desc("foo", "w")}}, O, []want{{O, 1, 0}, {O, 2, 1}}},
 		// Each descriptor is charged on its own: the over one does not stop the others.
-		{"independent", Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x"), desc("foo", "w")}}, X, []want{{X, 2, 0}, {O, 2, 0}}},
+		{"independent", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x"), desc("foo", "w")}}, X, []want{{X, 2, 0}, {O, 2, 0}}},
 	}
 	for _, s := range steps {
 		resp, err := e.Decide(s.req, t0)
@@ -140,20 +143,20 @@ func TestDecideAsTheirs(t *testing.T) {
 			wantReset := time.Duration(0)
 			if st.Limit != nil && !(s.name == "quota over" && i == 0) {
 				wantReset = 40 * time.Second
-				if st.Limit.Unit == UnitSecond {
+				if st.Limit.Unit == policy.UnitSecond {
 					wantReset = time.Second
 				}
 			}
 			if st.ResetAfter != wantReset {
 				t.Errorf("%s: status %d reset %v, want %v", s.name, i, st.ResetAfter, wantReset)
 			}
-			if (st.Code == CodeOverLimit) != (st.RetryAfter > 0) {
+			if (st.Code == policy.CodeOverLimit) != (st.RetryAfter > 0) {
 				t.Errorf("%s: status %d code %v retry %v", s.name, i, st.Code, st.RetryAfter)
 			}
 		}
 	}
 	// The next minute starts afresh.
-	resp, err := e.Decide(Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x")}}, t0+60e6)
+	resp, err := e.Decide(policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x")}}, t0+60e6)
 	if err != nil || short(resp.Statuses[0]) != (want{O, 2, 1}) || resp.Statuses[0].ResetAfter != 40*time.Second {
 		t.Fatalf("next minute: %+v %v", resp, err)
 	}
@@ -179,7 +182,7 @@ func TestDecideAsTheirs(t *testing.T) {
 func TestNearLimitStats(t *testing.T) {
 	e, _ := newEngine(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 10}\n")
 	for _, hits := range []uint64{7, 2, 3} { // counts 7, 9 (1 near), 12 (1 near, 2 over)
-		if _, err := e.Decide(Request{Domain: "d", Hits: hits, Descriptors: []Descriptor{desc("k", "v")}}, t0); err != nil {
+		if _, err := e.Decide(policy.Request{Domain: "d", Hits: hits, Descriptors: []policy.Descriptor{desc("k", "v")}}, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -210,50 +213,50 @@ func TestAllOrNothing(t *testing.T) {
 		{"domain: d\n" + body, 2, 2},
 	} {
 		e, _ := newEngine(t, tc.policy)
-		both := Request{Domain: "d", Descriptors: []Descriptor{desc("a", "1"), desc("b", "1"), desc("s", "1")}}
-		if r, err := e.Decide(both, t0); err != nil || r.Overall != CodeOK {
+		both := policy.Request{Domain: "d", Descriptors: []policy.Descriptor{desc("a", "1"), desc("b", "1"), desc("s", "1")}}
+		if r, err := e.Decide(both, t0); err != nil || r.Overall != policy.CodeOK {
 			t.Fatalf("first: %+v %v", r, err)
 		}
 		r, err := e.Decide(both, t0)
-		if err != nil || r.Overall != CodeOverLimit || r.Statuses[0].Code != CodeOverLimit || r.Statuses[1].Code != CodeOK {
+		if err != nil || r.Overall != policy.CodeOverLimit || r.Statuses[0].Code != policy.CodeOverLimit || r.Statuses[1].Code != policy.CodeOK {
 			t.Fatalf("second: %+v %v", r, err)
 		}
-		r, err = e.Decide(Request{Domain: "d", Descriptors: []Descriptor{desc("b", "1"), desc("s", "1")}}, t0)
+		r, err = e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{desc("b", "1"), desc("s", "1")}}, t0)
 		if err != nil || r.Statuses[0].Remaining != tc.wantB || r.Statuses[1].Remaining != tc.wantS {
 			t.Errorf("%q: b remaining %d, s remaining %d; want %d, %d (%v)", tc.policy[:30], r.Statuses[0].Remaining, r.Statuses[1].Remaining, tc.wantB, tc.wantS, err)
 		}
 	}
 }
 
-// TestDecideRefusesBadInput checks that each bad request is an ErrInvalidRequest
+// TestDecideRefusesBadInput checks that each bad request is an policy.ErrInvalidRequest
 // naming the fault, and that nothing is spent even by the good descriptors beside it.
 func TestDecideRefusesBadInput(t *testing.T) {
 	e, st := newEngine(t, rlPolicy)
 	good := desc("foo", "x")
-	many := make([]Descriptor, 10_000)
+	many := make([]policy.Descriptor, 10_000)
 	for i := range many {
 		many[i] = good
 	}
 	for _, tc := range []struct {
 		name string
-		req  Request
+		req  policy.Request
 		want string
 	}{
-		{"empty domain", Request{Descriptors: []Descriptor{good}}, "domain must not be empty"},
-		{"no descriptors", Request{Domain: "rl"}, "descriptor list must not be empty"},
-		{"empty key", Request{Domain: "rl", Descriptors: []Descriptor{good, desc("", "v")}}, "descriptor 1 entry 0 has an empty key"},
-		{"no entries", Request{Domain: "rl", Descriptors: []Descriptor{good, {}}}, "descriptor 1 has no entries"},
-		{"10,000 descriptors", Request{Domain: "rl", Descriptors: many}, "10000 descriptors, more than 64"},
-		{"1 MB value", Request{Domain: "rl", Descriptors: []Descriptor{good, desc("foo", strings.Repeat("v", 1<<20))}}, "value longer than 4096 bytes"},
-		{"long key", Request{Domain: "rl", Descriptors: []Descriptor{desc(strings.Repeat("k", 300), "v")}}, "key longer than 256 bytes"},
-		{"long domain", Request{Domain: strings.Repeat("d", 300), Descriptors: []Descriptor{good}}, "domain longer than 256 bytes"},
-		{"deep descriptor", Request{Domain: "rl", Descriptors: []Descriptor{{Entries: make([]Entry, 33)}}}, "33 entries, more than 32"},
-		{"huge hits", Request{Domain: "rl", Hits: 1 << 41, Descriptors: []Descriptor{good}}, "hits_addend 2199023255552 above"},
-		{"override unit", Request{Domain: "rl", Descriptors: []Descriptor{good, {Entries: good.Entries, Limit: &Override{5, UnitUnknown}}}}, "limit override with unit 0"},
+		{"empty domain", policy.Request{Descriptors: []policy.Descriptor{good}}, "domain must not be empty"},
+		{"no descriptors", policy.Request{Domain: "rl"}, "descriptor list must not be empty"},
+		{"empty key", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{good, desc("", "v")}}, "descriptor 1 entry 0 has an empty key"},
+		{"no entries", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{good, {}}}, "descriptor 1 has no entries"},
+		{"10,000 descriptors", policy.Request{Domain: "rl", Descriptors: many}, "10000 descriptors, more than 64"},
+		{"1 MB value", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{good, desc("foo", strings.Repeat("v", 1<<20))}}, "value longer than 4096 bytes"},
+		{"long key", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc(strings.Repeat("k", 300), "v")}}, "key longer than 256 bytes"},
+		{"long domain", policy.Request{Domain: strings.Repeat("d", 300), Descriptors: []policy.Descriptor{good}}, "domain longer than 256 bytes"},
+		{"deep descriptor", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{{Entries: make([]policy.Entry, 33)}}}, "33 entries, more than 32"},
+		{"huge hits", policy.Request{Domain: "rl", Hits: 1 << 41, Descriptors: []policy.Descriptor{good}}, "hits_addend 2199023255552 above"},
+		{"override unit", policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{good, {Entries: good.Entries, Limit: &policy.Override{RequestsPerUnit: 5, Unit: policy.UnitUnknown}}}}, "limit override with unit 0"},
 	} {
 		_, err := e.Decide(tc.req, t0)
-		if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want ErrInvalidRequest with %q", tc.name, err, tc.want)
+		if !errors.Is(err, policy.ErrInvalidRequest) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want policy.ErrInvalidRequest with %q", tc.name, err, tc.want)
 		}
 		if n := st.Len(t0); n != 0 {
 			t.Fatalf("%s: %d keys spent", tc.name, n)
@@ -266,25 +269,19 @@ func TestDecideRefusesBadInput(t *testing.T) {
 // keeps the count.
 func TestStateKeys(t *testing.T) {
 	e, st := newEngine(t, "domain: a:b\ndescriptors:\n  - key: k=1\n    rate_limit: {unit: minute, requests_per_unit: 5}\n")
-	if _, err := e.Decide(Request{Domain: "a:b", Descriptors: []Descriptor{desc("k=1", "v{x}% :y")}}, t0); err != nil {
+	if _, err := e.Decide(policy.Request{Domain: "a:b", Descriptors: []policy.Descriptor{desc("k=1", "v{x}% :y")}}, t0); err != nil {
 		t.Fatal(err)
 	}
 	_, keys := st.Scan(0, 10, []byte("rl:*"), 0, t0)
 	if len(keys) != 1 || string(keys[0]) != "rl:a%3Ab:fixed/60s:k%3D1=v%7Bx%7D%25%20%3Ay" {
 		t.Fatalf("keys %q", keys)
 	}
-	// Escaping keeps apart what plain joining would merge.
-	a := appendKey(nil, "d", []Entry{{"a", "b:c=d"}}, nil, "fixed", time.Minute)
-	b := appendKey(nil, "d", []Entry{{"a", "b"}, {"c", "d"}}, nil, "fixed", time.Minute)
-	if string(a) == string(b) {
-		t.Fatalf("two descriptors share key %q", a)
-	}
 
 	p1 := "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"
 	e, st = newEngine(t, p1)
-	decide := func() Status {
+	decide := func() policy.Status {
 		t.Helper()
-		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{desc("k", "v")}}, t0)
+		r, err := e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{desc("k", "v")}}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +290,7 @@ func TestStateKeys(t *testing.T) {
 	decide()
 	decide()
 	reload := func(yaml string) {
-		p, err := Parse("p.yaml", []byte(yaml))
+		p, err := config.Parse("p.yaml", []byte(yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,17 +319,17 @@ func TestAlgorithms(t *testing.T) {
 			extra = ", burst: 1" // a queue of one: with none, the bucket takes one call per 45 s
 		}
 		e, st := newEngine(t, "domain: d\nall_or_nothing: true\ndescriptors:\n  - key: k\n    rate_limit: {window: 90s, requests_per_unit: 2, algorithm: "+alg+extra+"}\n")
-		var codes []Code
-		var last Status
+		var codes []policy.Code
+		var last policy.Status
 		for i := 0; i < 3; i++ {
-			r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{desc("k", "v")}}, t0)
+			r, err := e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{desc("k", "v")}}, t0)
 			if err != nil {
 				t.Fatalf("%s: %v", alg, err)
 			}
 			codes = append(codes, r.Overall)
 			last = r.Statuses[0]
 		}
-		if codes[0] != CodeOK || codes[1] != CodeOK || codes[2] != CodeOverLimit || last.RetryAfter <= 0 || last.Limit.Window != 90*time.Second {
+		if codes[0] != policy.CodeOK || codes[1] != policy.CodeOK || codes[2] != policy.CodeOverLimit || last.RetryAfter <= 0 || last.Limit.Window != 90*time.Second {
 			t.Errorf("%s: codes %v, last %+v", alg, codes, last)
 		}
 		if _, keys := st.Scan(0, 10, nil, 0, t0); len(keys) != 1 || string(keys[0]) != "rl:d:"+alg+"/90s:k=v" {
@@ -347,7 +344,7 @@ func TestTopRefused(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		user := string(rune('a' + i))
 		for j := 0; j <= i; j++ { // user a is refused 0 times, b once, ... t 19 times
-			if _, err := e.Decide(Request{Domain: "rl", Descriptors: []Descriptor{desc("user", user)}}, t0); err != nil {
+			if _, err := e.Decide(policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("user", user)}}, t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -369,9 +366,9 @@ func TestTopRefused(t *testing.T) {
 // limit, and are never refused.
 func TestNegativeHits(t *testing.T) {
 	e, _ := newEngine(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n")
-	decide := func(hits uint64, negative bool) Status {
+	decide := func(hits uint64, negative bool) policy.Status {
 		t.Helper()
-		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, Negative: negative}}}, t0)
+		r, err := e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, Negative: negative}}}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,13 +377,13 @@ func TestNegativeHits(t *testing.T) {
 	if s := decide(4, false); s.Remaining != 1 {
 		t.Fatalf("spend 4: remaining %d", s.Remaining)
 	}
-	if s := decide(3, true); s.Code != CodeOK || s.Remaining != 4 {
+	if s := decide(3, true); s.Code != policy.CodeOK || s.Remaining != 4 {
 		t.Fatalf("give back 3: %+v, want remaining 4", s)
 	}
-	if s := decide(100, true); s.Code != CodeOK || s.Remaining != 5 {
+	if s := decide(100, true); s.Code != policy.CodeOK || s.Remaining != 5 {
 		t.Fatalf("give back 100: %+v, want remaining 5 (the limit)", s)
 	}
-	if s := decide(5, false); s.Code != CodeOK || s.Remaining != 0 {
+	if s := decide(5, false); s.Code != policy.CodeOK || s.Remaining != 0 {
 		t.Fatalf("spend 5 after the refunds: %+v", s)
 	}
 	// Past the limit (the refused hits counted): a refund takes the count down from
@@ -404,11 +401,11 @@ func TestNegativeHits(t *testing.T) {
 func TestCollector(t *testing.T) {
 	e, _ := newEngine(t, rlPolicy)
 	for i := 0; i < 3; i++ {
-		if _, err := e.Decide(Request{Domain: "rl", Descriptors: []Descriptor{desc("foo", "x"), desc("user", "u1")}}, t0); err != nil {
+		if _, err := e.Decide(policy.Request{Domain: "rl", Descriptors: []policy.Descriptor{desc("foo", "x"), desc("user", "u1")}}, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.Decide(Request{Domain: "nope", Descriptors: []Descriptor{desc("foo", "x")}}, t0)
+	e.Decide(policy.Request{Domain: "nope", Descriptors: []policy.Descriptor{desc("foo", "x")}}, t0)
 	e.LoadResult(nil)
 	e.LoadResult(errors.New("bad"))
 	reg := prometheus.NewPedanticRegistry()
@@ -445,29 +442,29 @@ rlserver_policy_detailed_over_limit{descriptor="user",domain="rl",value="user=u1
 // stored and read back whole: the store widens the record, the count never wraps.
 func TestHugeCounts(t *testing.T) {
 	e, _ := newEngine(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 5}\n")
-	for i, hits := range []uint64{MaxHits, MaxHits, 0} {
-		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, HitsSet: true}}}, t0)
-		if err != nil || r.Overall != CodeOverLimit {
+	for i, hits := range []uint64{policy.MaxHits, policy.MaxHits, 0} {
+		r, err := e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, HitsSet: true}}}, t0)
+		if err != nil || r.Overall != policy.CodeOverLimit {
 			t.Fatalf("call %d: %+v %v", i, r, err)
 		}
 	}
-	if over := e.stats[statsKey{"d", "k"}].over.Load(); over != 2*MaxHits-5 {
-		t.Fatalf("over-limit hits %d, want %d", over, uint64(2*MaxHits-5))
+	if over := e.stats[statsKey{"d", "k"}].over.Load(); over != 2*policy.MaxHits-5 {
+		t.Fatalf("over-limit hits %d, want %d", over, uint64(2*policy.MaxHits-5))
 	}
 	// Giving back all but 3 of them leaves 2 requests of room.
-	for _, hits := range []uint64{MaxHits, MaxHits - 3} {
-		r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, Negative: true}}}, t0)
+	for _, hits := range []uint64{policy.MaxHits, policy.MaxHits - 3} {
+		r, err := e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{{Entries: desc("k", "v").Entries, Hits: hits, Negative: true}}}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hits != MaxHits && r.Statuses[0].Remaining != 2 {
+		if hits != policy.MaxHits && r.Statuses[0].Remaining != 2 {
 			t.Fatalf("refund: %+v", r)
 		}
 	}
 }
 
-// TestKeyPrefixes checks that every state key starts with its rule's keyPrefix, the
-// bytes the store interns: a prefix that drifted from appendKey would leave every
+// TestKeyPrefixes checks that every state key starts with its rule's KeyPrefix, the
+// bytes the store interns: a prefix that drifted from AppendKey would leave every
 // key whole, which no answer shows.
 func TestKeyPrefixes(t *testing.T) {
 	e, st := newEngine(t, `domain: d:1
@@ -486,11 +483,13 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 5}
 `)
 	prefixes := map[string]bool{}
-	e.Policy().domains["d:1"].root.walk("", func(_ string, r *rule) { prefixes[r.keyPrefix] = true })
+	for r := range e.Policy().Rules() {
+		prefixes[r.KeyPrefix] = true
+	}
 	for i := range 50 {
 		v := fmt.Sprint("v", i)
-		for _, d := range []Descriptor{desc("user", v), desc("user", v, "path", "/"+v), desc("api=key", "fixed"), desc("files", "files/"+v)} {
-			if _, err := e.Decide(Request{Domain: "d:1", Descriptors: []Descriptor{d}}, t0); err != nil {
+		for _, d := range []policy.Descriptor{desc("user", v), desc("user", v, "path", "/"+v), desc("api=key", "fixed"), desc("files", "files/"+v)} {
+			if _, err := e.Decide(policy.Request{Domain: "d:1", Descriptors: []policy.Descriptor{d}}, t0); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/policy"
 )
 
 // priorities are a domain's priority classes (docs/policies.md, "Priorities"): the
@@ -21,10 +22,26 @@ type priorities struct {
 	def     int      // the class of a descriptor without the entry
 }
 
-// class takes the priority entry out of entries, into buf, and returns the rest and
-// the class: the entry's, or the default without one. A name that is no class is an
-// invalid request.
-func (p *priorities) class(entries []Entry, buf []Entry) ([]Entry, int, error) {
+// HasPriorities is whether the domain has priority classes (Class, Reserve).
+func (d *Domain) HasPriorities() bool { return d.priorities != nil }
+
+// Class takes the priority entry out of a descriptor's entries, into buf, and returns
+// the rest and the class: the entry's, or the default without one. A name that is no
+// class is an invalid request (policy.ErrInvalidRequest). Only for a domain that
+// HasPriorities.
+func (d *Domain) Class(entries []policy.Entry, buf []policy.Entry) ([]policy.Entry, int, error) {
+	return d.priorities.class(entries, buf)
+}
+
+// Reserve is the units class c leaves under a rule's request r (algo.Request.Reserve):
+// its percent of the rule's capacity, by algo.Request.ReserveShare. Only for a domain
+// that HasPriorities.
+func (d *Domain) Reserve(c int, r algo.Request) int64 {
+	return r.ReserveShare(d.priorities.reserve[c])
+}
+
+// class is Domain.Class.
+func (p *priorities) class(entries []policy.Entry, buf []policy.Entry) ([]policy.Entry, int, error) {
 	rest, c := buf[:0], p.def
 	for _, e := range entries {
 		if e.Key != p.key {
@@ -33,7 +50,7 @@ func (p *priorities) class(entries []Entry, buf []Entry) ([]Entry, int, error) {
 		}
 		i := p.index(e.Value)
 		if i < 0 {
-			return nil, 0, fmt.Errorf("%w: unknown priority '%s' (%s)", ErrInvalidRequest, e.Value, p.listed())
+			return nil, 0, fmt.Errorf("%w: unknown priority '%s' (%s)", policy.ErrInvalidRequest, e.Value, p.listed())
 		}
 		c = i
 	}
@@ -60,24 +77,6 @@ func (p *priorities) listed() string {
 		s += n
 	}
 	return s
-}
-
-// reserveOf is the units class c leaves under a rule's request: its percent of the
-// rule's capacity (a token bucket's size, RL.GCRA's burst, RL.LEAKY's queue places),
-// rounded up so that at least the share is left, and at most the limit.
-func (p *priorities) reserveOf(c int, r algo.Request) int64 {
-	pct := p.reserve[c]
-	if pct == 0 {
-		return 0
-	}
-	capacity := r.Limit
-	switch {
-	case r.Kind == algo.KindGCRA && r.Burst > 0:
-		capacity = r.Burst
-	case r.Kind == algo.KindLeaky:
-		capacity = r.Queue + 1
-	}
-	return min(r.Limit, (capacity*pct+99)/100)
 }
 
 // Keys of the priorities map and of a class.

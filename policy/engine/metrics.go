@@ -1,4 +1,4 @@
-package policy
+package engine
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/internal/topk"
+	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 )
 
 // The heavy-hitter sketches' sizes.
@@ -29,21 +31,35 @@ type statsKey struct{ domain, path string }
 type ruleStats struct {
 	total, over, near, within, shadow atomic.Uint64
 	top                               *topk.Sketch // detailed_metric: values by refused hits; nil otherwise
-	owner                             *Engine      // the engine counting here (a policy may serve two)
 }
 
 // statsFor returns the counters of a rule, made on first use.
-func (e *Engine) statsFor(r *rule) *ruleStats {
-	k := statsKey{r.domain, r.path}
+func (e *Engine) statsFor(r *config.Rule) *ruleStats {
+	k := statsKey{r.Domain, r.Path}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.stats[k]
 	if st == nil {
-		st = &ruleStats{owner: e}
+		st = &ruleStats{}
 		e.stats[k] = st
 	}
-	if r.detailed && st.top == nil {
+	if r.Detailed && st.top == nil {
 		st.top = topk.New(detailedSketch)
+	}
+	return st
+}
+
+// statsOf returns the counters of a rule of l: by its Index without the lock once
+// found, by statsFor otherwise.
+func (e *Engine) statsOf(l *loaded, r *config.Rule) *ruleStats {
+	if r.Index < 0 {
+		return e.statsFor(r)
+	}
+	p := &l.stats[r.Index]
+	st := p.Load()
+	if st == nil || r.Detailed && st.top == nil {
+		st = e.statsFor(r)
+		p.Store(st)
 	}
 	return st
 }
@@ -54,13 +70,9 @@ func (e *Engine) statsFor(r *rule) *ruleStats {
 // an admitted call's, those past the near threshold are near limit. A refused
 // descriptor is also counted in the refused-most window, and under detailed_metric
 // in its rule's top values.
-func (e *Engine) count(r *rule, entries []Entry, over bool, before, after, hits uint64, now int64) {
-	st := r.stats.Load()
-	if st == nil || st.owner != e || r.detailed && st.top == nil {
-		st = e.statsFor(r)
-		r.stats.Store(st)
-	}
-	limit := uint64(r.requests)
+func (e *Engine) count(l *loaded, r *config.Rule, entries []policy.Entry, over bool, before, after, hits uint64, now int64) {
+	st := e.statsOf(l, r)
+	limit := uint64(r.Requests)
 	near := uint64(math.Floor(float64(float32(limit) * nearLimitRatio)))
 	st.total.Add(hits)
 	if !over {
@@ -76,19 +88,19 @@ func (e *Engine) count(r *rule, entries []Entry, over bool, before, after, hits 
 		st.near.Add(limit - max(near, before))
 	}
 	st.over.Add(overHits)
-	if r.shadow {
+	if r.Shadow {
 		st.shadow.Add(overHits)
 	}
 	var buf [256]byte
-	text := appendEntries(append(append(buf[:0], r.domain...), 0), entries)
+	text := appendEntries(append(append(buf[:0], r.Domain...), 0), entries)
 	e.refused.Add(text, max(overHits, 1), now)
 	if st.top != nil {
-		st.top.Add(text[len(r.domain)+1:], max(overHits, 1))
+		st.top.Add(text[len(r.Domain)+1:], max(overHits, 1))
 	}
 }
 
 // appendEntries appends a descriptor as "key=value,key2=value2".
-func appendEntries(b []byte, entries []Entry) []byte {
+func appendEntries(b []byte, entries []policy.Entry) []byte {
 	for i, e := range entries {
 		if i > 0 {
 			b = append(b, ',')

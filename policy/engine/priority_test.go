@@ -1,9 +1,11 @@
-package policy
+package engine
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/policy"
 )
 
 const priorityPolicy = `domain: d
@@ -32,18 +34,18 @@ func TestPriorities(t *testing.T) {
 	for _, key := range []string{"remote_address", "user"} {
 		t.Run(key, func(t *testing.T) {
 			e, st := newEngine(t, priorityPolicy)
-			call := func(class string) (Code, error) {
+			call := func(class string) (policy.Code, error) {
 				d := desc(key, "10.0.0.1")
 				if class != "" {
 					d = desc("priority", class, key, "10.0.0.1")
 				}
-				r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{d}}, t0)
+				r, err := e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{d}}, t0)
 				return r.Overall, err
 			}
-			O, X := CodeOK, CodeOverLimit
+			O, X := policy.CodeOK, policy.CodeOverLimit
 			for i, step := range []struct {
 				class string
-				want  Code
+				want  policy.Code
 			}{
 				{"batch", O}, {"batch", O}, {"batch", O}, {"batch", O}, {"batch", O},
 				{"batch", X}, {"", X}, // 5 left: batch leaves them
@@ -57,7 +59,7 @@ func TestPriorities(t *testing.T) {
 					t.Fatalf("call %d (%q): %v, %v; want %v", i, step.class, got, err, step.want)
 				}
 			}
-			if _, err := call("urgent"); !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "unknown priority 'urgent' (critical, normal, batch)") {
+			if _, err := call("urgent"); !errors.Is(err, policy.ErrInvalidRequest) || !strings.Contains(err.Error(), "unknown priority 'urgent' (critical, normal, batch)") {
 				t.Fatalf("an unknown class: %v", err)
 			}
 			if _, keys := st.Scan(0, 10, nil, 0, t0); len(keys) != 1 || !strings.HasSuffix(string(keys[0]), ":"+key+"=10.0.0.1") {
@@ -72,10 +74,10 @@ func TestPriorities(t *testing.T) {
 func TestPriorityCountsNothingRefusedByReserve(t *testing.T) {
 	e, _ := newEngine(t, priorityPolicy)
 	for range 100 {
-		e.Decide(Request{Domain: "d", Descriptors: []Descriptor{desc("priority", "batch", "remote_address", "a")}}, t0)
+		e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{desc("priority", "batch", "remote_address", "a")}}, t0)
 	}
-	r, err := e.Decide(Request{Domain: "d", Descriptors: []Descriptor{desc("priority", "critical", "remote_address", "a")}}, t0)
-	if err != nil || r.Overall != CodeOK || r.Statuses[0].Remaining != 4 {
+	r, err := e.Decide(policy.Request{Domain: "d", Descriptors: []policy.Descriptor{desc("priority", "critical", "remote_address", "a")}}, t0)
+	if err != nil || r.Overall != policy.CodeOK || r.Statuses[0].Remaining != 4 {
 		t.Fatalf("critical after a batch flood: %+v, %v; want OK with 4 remaining (10 - 5 batch - 1)", r, err)
 	}
 }

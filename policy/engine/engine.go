@@ -1,4 +1,8 @@
-package policy
+// Package engine decides rate-limit requests (package policy's words) against the
+// policy in force (policy/config) on a store, as envoyproxy/ratelimit's service does
+// on Redis, and counts its decisions in envoyproxy/ratelimit's per-rule metrics. It
+// speaks no protocol: the gRPC, HTTP and RESP fronts call Decide.
+package engine
 
 import (
 	"errors"
@@ -10,13 +14,15 @@ import (
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/internal/topk"
+	"github.com/rlserver/rlserver/policy"
+	"github.com/rlserver/rlserver/policy/config"
 	"github.com/rlserver/rlserver/store"
 )
 
 // Engine decides requests against the policy in force, on a store.
 type Engine struct {
-	st  *store.Store
-	pol atomic.Pointer[Policy]
+	st     *store.Store
+	loaded atomic.Pointer[loaded]
 
 	mu      sync.Mutex // guards stats' map; each ruleStats counts atomically
 	stats   map[statsKey]*ruleStats
@@ -26,39 +32,44 @@ type Engine struct {
 	refused *topk.Window  // descriptors refused most, over the last minute
 }
 
-// NewEngine returns an engine deciding on st under p (nil: no domains).
-func NewEngine(st *store.Store, p *Policy) *Engine {
+// loaded is a policy in force and its rules' counters, found on first use and
+// indexed by config.Rule.Index, so that a decision finds them without the lock.
+type loaded struct {
+	pol   *config.Policy
+	stats []atomic.Pointer[ruleStats]
+}
+
+// New returns an engine deciding on st under p (nil: no domains).
+func New(st *store.Store, p *config.Policy) *Engine {
 	e := &Engine{st: st, stats: map[statsKey]*ruleStats{}, refused: topk.NewWindow(refusedCapacity, refusedSpan, refusedBuckets)}
 	e.SetPolicy(p)
 	return e
 }
 
 // Policy is the policy in force.
-func (e *Engine) Policy() *Policy { return e.pol.Load() }
+func (e *Engine) Policy() *config.Policy { return e.loaded.Load().pol }
 
 // SetPolicy puts p (nil: no domains) in force, as one atomic swap: a request reads the
 // policy once, so it is decided wholly by the old one or wholly by the new.
-func (e *Engine) SetPolicy(p *Policy) {
+func (e *Engine) SetPolicy(p *config.Policy) {
 	if p == nil {
-		p = &Policy{domains: map[string]*domain{}}
+		p = &config.Policy{}
 	}
-	for _, d := range p.domains {
-		d.root.walk("", func(_ string, r *rule) {
-			// A store that has interned store.MaxPrefixes already keeps these keys
-			// whole: they cost memory, nothing else.
-			if r.keyPrefix != "" {
-				_ = e.st.InternPrefix([]byte(r.keyPrefix))
-			}
-		})
+	for r := range p.Rules() {
+		// A store that has interned store.MaxPrefixes already keeps these keys
+		// whole: they cost memory, nothing else.
+		if r.KeyPrefix != "" {
+			_ = e.st.InternPrefix([]byte(r.KeyPrefix))
+		}
 	}
-	e.pol.Store(p)
+	e.loaded.Store(&loaded{pol: p, stats: make([]atomic.Pointer[ruleStats], p.NumRules())})
 }
 
 // planned is one descriptor's part of a decision.
 type planned struct {
-	r         *rule
-	entries   []Entry // the descriptor's entries, less its priority entry
-	class     int     // its priority class (domain.priorities)
+	r         *config.Rule
+	entries   []policy.Entry // the descriptor's entries, less its priority entry
+	class     int            // its priority class (domain.priorities)
 	unlimited bool
 	shared    []string
 	from, to  int // the state key: keys[from:to] (offsets, so the key buffer stays on the stack)
@@ -72,22 +83,22 @@ type planned struct {
 // envoyproxy/ratelimit does (see docs/policies.md): each descriptor is matched to a
 // rule, replaced rules dropped, and each remaining one charged on its own; a domain
 // with all_or_nothing charges them all or none. A request Decide refuses to decide
-// (ErrInvalidRequest) spends nothing; a store error (memory) after some descriptors
+// (policy.ErrInvalidRequest) spends nothing; a store error (memory) after some descriptors
 // were charged leaves them charged, as a Redis error does theirs.
-func (e *Engine) Decide(req Request, now int64) (Response, error) {
-	if err := check(req); err != nil {
-		return Response{}, err
+func (e *Engine) Decide(req policy.Request, now int64) (policy.Response, error) {
+	if err := req.Check(); err != nil {
+		return policy.Response{}, err
 	}
 	if now <= 0 || now >= 1<<53 {
-		return Response{}, fmt.Errorf("%w: time %d µs out of range", ErrInvalidRequest, now)
+		return policy.Response{}, fmt.Errorf("%w: time %d µs out of range", policy.ErrInvalidRequest, now)
 	}
-	p := e.pol.Load()
-	resp := Response{Overall: CodeOK, Statuses: make([]Status, len(req.Descriptors))}
-	d := p.domains[req.Domain]
+	l := e.loaded.Load()
+	resp := policy.Response{Overall: policy.CodeOK, Statuses: make([]policy.Status, len(req.Descriptors))}
+	d := l.pol.Domain(req.Domain)
 	if d == nil {
 		e.unknown.Add(1)
 		for i := range resp.Statuses {
-			resp.Statuses[i].Code = CodeOK
+			resp.Statuses[i].Code = policy.CodeOK
 		}
 		return resp, nil
 	}
@@ -96,36 +107,36 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 	if len(req.Descriptors) > len(buf) {
 		plan = make([]planned, 0, len(req.Descriptors))
 	}
-	var classed []Entry // the entries less their priority entries, all descriptors'
-	if d.priorities != nil {
+	var classed []policy.Entry // the entries less their priority entries, all descriptors'
+	if d.HasPriorities() {
 		n := 0
 		for _, desc := range req.Descriptors {
 			n += len(desc.Entries)
 		}
-		classed = make([]Entry, 0, n)
+		classed = make([]policy.Entry, 0, n)
 	}
 	replacing := false
 	for _, desc := range req.Descriptors {
 		pl := planned{hits: hitsOf(req, desc), entries: desc.Entries}
-		if d.priorities != nil {
+		if d.HasPriorities() {
 			var err error
-			if pl.entries, pl.class, err = d.priorities.class(desc.Entries, classed[len(classed):]); err != nil {
-				return Response{}, err
+			if pl.entries, pl.class, err = d.Class(desc.Entries, classed[len(classed):]); err != nil {
+				return policy.Response{}, err
 			}
 			classed = classed[:len(classed)+len(pl.entries)]
 		}
-		r, shared := d.match(pl.entries)
+		r, shared := d.Match(pl.entries)
 		if desc.Limit != nil {
 			var err error
-			if r, err = override(d.name, r, *desc.Limit); err != nil {
-				return Response{}, err
+			if r, err = d.Override(r, *desc.Limit); err != nil {
+				return policy.Response{}, err
 			}
 		}
-		if r != nil && r.unlimited {
+		if r != nil && r.Unlimited {
 			r, pl.unlimited = nil, true
 		}
 		pl.r, pl.shared = r, shared
-		replacing = replacing || r != nil && len(r.replaces) > 0
+		replacing = replacing || r != nil && len(r.Replaces) > 0
 		plan = append(plan, pl)
 	}
 	if replacing {
@@ -139,37 +150,37 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 		if pl.r == nil {
 			continue
 		}
-		pl.req = pl.r.req
+		pl.req = pl.r.Request
 		pl.req.Cost = int64(pl.hits)
-		pl.req.Spend = pl.r.kind == algo.KindFixed && !d.allOrNothing
-		if d.priorities != nil {
-			pl.req.Reserve = d.priorities.reserveOf(pl.class, pl.req)
+		pl.req.Spend = pl.r.Request.Kind == algo.KindFixed && !d.AllOrNothing()
+		if d.HasPriorities() {
+			pl.req.Reserve = d.Reserve(pl.class, pl.req)
 		}
 		if req.Descriptors[i].Negative {
 			// Give back what earlier calls spent (algo's refunds), never past a
 			// fresh key's room.
 			pl.req.Refund, pl.req.Cost, pl.req.Reserve, pl.refund = pl.req.Cost, 0, 0, true
 		}
-		if err := checkSchedule(pl.req); err != nil {
-			return Response{}, fmt.Errorf("%w: descriptor %d: hits %d: %v", ErrInvalidRequest, i, pl.hits, err)
+		if err := config.CheckSchedule(pl.req); err != nil {
+			return policy.Response{}, fmt.Errorf("%w: descriptor %d: hits %d: %v", policy.ErrInvalidRequest, i, pl.hits, err)
 		}
 		pl.from = len(keys)
-		keys = appendKey(keys, d.name, pl.entries, pl.shared, pl.r.kind.String()[3:], pl.r.window)
+		keys = pl.r.AppendKey(keys, pl.entries, pl.shared)
 		pl.to = len(keys)
 	}
 	var err error
-	if d.allOrNothing {
+	if d.AllOrNothing() {
 		err = e.decideAll(plan, keys, now)
 	} else {
 		err = e.decideEach(plan, keys, now)
 	}
 	if err != nil {
-		return Response{}, err
+		return policy.Response{}, err
 	}
 	for i := range plan {
-		resp.Statuses[i] = e.status(&plan[i], plan[i].entries, now)
-		if resp.Statuses[i].Code == CodeOverLimit {
-			resp.Overall = CodeOverLimit
+		resp.Statuses[i] = e.status(l, &plan[i], plan[i].entries, now)
+		if resp.Statuses[i].Code == policy.CodeOverLimit {
+			resp.Overall = policy.CodeOverLimit
 		}
 	}
 	return resp, nil
@@ -177,47 +188,24 @@ func (e *Engine) Decide(req Request, now int64) (Response, error) {
 
 // hitsOf is a descriptor's hits as envoyproxy/ratelimit's GetHitsAddends has them: its
 // own when given (0 included), else the request's, and at least 1.
-func hitsOf(req Request, d Descriptor) uint64 {
+func hitsOf(req policy.Request, d policy.Descriptor) uint64 {
 	if d.Hits != 0 || d.HitsSet {
 		return d.Hits
 	}
 	return max(1, req.Hits)
 }
 
-// override is a descriptor's own limit as envoyproxy/ratelimit applies it: in place of
-// whatever rule matched (or none), with no name, replaces, shadow or quota mode; here
-// it keeps the matched rule's algorithm when that is not fixed.
-func override(domain string, matched *rule, o Override) (*rule, error) {
-	w := o.Unit.Duration()
-	if w == 0 {
-		return nil, fmt.Errorf("%w: limit override with unit %d", ErrInvalidRequest, o.Unit)
-	}
-	r := &rule{domain: domain, path: overridePath, requests: o.RequestsPerUnit, unit: o.Unit, window: w, kind: algo.KindFixed}
-	if matched != nil && !matched.unlimited {
-		r.kind = matched.kind
-		r.path = matched.path
-		r.stats.Store(matched.stats.Load())
-	}
-	if err := r.checkAlgorithm(0); err != nil {
-		return nil, fmt.Errorf("%w: limit override: %v", ErrInvalidRequest, err)
-	}
-	return r, nil
-}
-
-// overridePath is the metrics path of a limit override no rule matched.
-const overridePath = "(override)"
-
 // dropReplaced drops the rules a matched rule's replaces names, as theirs does.
 func dropReplaced(plan []planned) {
 	for i := range plan {
 		r := plan[i].r
-		if r == nil || r.name == "" {
+		if r == nil || r.Name == "" {
 			continue
 		}
 		for j := range plan {
 			if rj := plan[j].r; rj != nil {
-				for _, name := range rj.replaces {
-					if name == r.name {
+				for _, name := range rj.Replaces {
+					if name == r.Name {
 						plan[i].r = nil
 					}
 				}
@@ -251,7 +239,7 @@ func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 	var idx [algo.MaxRules]int
 	n := 0
 	for i := range plan {
-		if pl := &plan[i]; pl.r != nil && !pl.r.shadow && !pl.r.quota {
+		if pl := &plan[i]; pl.r != nil && !pl.r.Shadow && !pl.r.Quota {
 			rules[n], idx[n] = algo.Rule{Key: keys[pl.from:pl.to:pl.to], Req: pl.req}, i
 			n++
 		}
@@ -261,7 +249,7 @@ func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 		var err error
 		all, err = e.st.DoAll(rules[:n], ds[:n], now)
 		if errors.Is(err, store.ErrSameKey) {
-			return fmt.Errorf("%w: two descriptors of an all_or_nothing domain name one state", ErrInvalidRequest)
+			return fmt.Errorf("%w: two descriptors of an all_or_nothing domain name one state", policy.ErrInvalidRequest)
 		}
 		if err != nil {
 			return err
@@ -271,7 +259,7 @@ func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 		}
 	}
 	for i := range plan {
-		if pl := &plan[i]; pl.r != nil && (pl.r.shadow || pl.r.quota) {
+		if pl := &plan[i]; pl.r != nil && (pl.r.Shadow || pl.r.Quota) {
 			r := pl.req
 			r.Peek = !all
 			d, err := e.st.Do(keys[pl.from:pl.to], r, now)
@@ -286,23 +274,23 @@ func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 
 // status turns a descriptor's decision into its Status, as envoyproxy/ratelimit's
 // GetResponseDescriptorStatus does, and counts it.
-func (e *Engine) status(pl *planned, entries []Entry, now int64) Status {
+func (e *Engine) status(l *loaded, pl *planned, entries []policy.Entry, now int64) policy.Status {
 	switch {
 	case pl.unlimited:
-		return Status{Code: CodeOK, Remaining: math.MaxUint32}
+		return policy.Status{Code: policy.CodeOK, Remaining: math.MaxUint32}
 	case pl.r == nil:
-		return Status{Code: CodeOK}
+		return policy.Status{Code: policy.CodeOK}
 	}
 	r, d, hits := pl.r, pl.d, pl.hits
 	if pl.refund {
 		// A refund is never refused, and counts in no hit counter.
-		return Status{Code: CodeOK, Limit: r.limit(), Remaining: uint32(min(max(d.Remaining, 0), int64(r.requests))),
+		return policy.Status{Code: policy.CodeOK, Limit: r.Limit(), Remaining: uint32(min(max(d.Remaining, 0), int64(r.Requests))),
 			ResetAfter: resetAfter(r, d, now)}
 	}
-	limit := uint64(r.requests)
+	limit := uint64(r.Requests)
 	var before, after uint64
 	over := !d.Allowed
-	if r.kind == algo.KindFixed {
+	if r.Request.Kind == algo.KindFixed {
 		rem := d.Remaining
 		switch {
 		case pl.req.Spend && (d.Allowed || rem < 0):
@@ -327,20 +315,20 @@ func (e *Engine) status(pl *planned, entries []Entry, now int64) Status {
 			after = before
 		}
 	}
-	s := Status{Code: CodeOK, Limit: r.limit(), Remaining: uint32(min(max(d.Remaining, 0), math.MaxUint32))}
+	s := policy.Status{Code: policy.CodeOK, Limit: r.Limit(), Remaining: uint32(min(max(d.Remaining, 0), math.MaxUint32))}
 	if over {
 		s.Remaining = 0
 	}
 	s.ResetAfter = resetAfter(r, d, now)
-	e.count(r, entries, over, before, after, hits, now)
+	e.count(l, r, entries, over, before, after, hits, now)
 	switch {
-	case !over || r.shadow:
-	case r.quota:
+	case !over || r.Shadow:
+	case r.Quota:
 		s.ResetAfter = 0 // as theirs: a quota-mode status carries no duration
 	default:
-		s.Code = CodeOverLimit
+		s.Code = policy.CodeOverLimit
 		s.RetryAfter = s.ResetAfter
-		if r.kind != algo.KindFixed && d.RetryAfter > 0 {
+		if r.Request.Kind != algo.KindFixed && d.RetryAfter > 0 {
 			s.RetryAfter = time.Duration(algo.Millis(d.RetryAfter)) * time.Millisecond
 		}
 	}
@@ -351,23 +339,14 @@ func (e *Engine) status(pl *planned, entries []Entry, now int64) Status {
 // CalculateReset, the window's length in whole seconds less the seconds into it
 // (whole-second windows, any decision); for the other algorithms the time until the
 // key is fresh.
-func resetAfter(r *rule, d algo.Decision, now int64) time.Duration {
-	if r.kind != algo.KindFixed {
+func resetAfter(r *config.Rule, d algo.Decision, now int64) time.Duration {
+	if r.Request.Kind != algo.KindFixed {
 		return time.Duration(algo.Millis(d.ResetAfter)) * time.Millisecond
 	}
-	w := r.window.Microseconds()
+	w := r.Window.Microseconds()
 	if w%1e6 == 0 {
 		sec := w / 1e6
 		return time.Duration(sec-(now/1e6)%sec) * time.Second
 	}
 	return time.Duration(w-now%w) * time.Microsecond
-}
-
-// checkSchedule is algo's CheckSchedule for the kinds it bounds (it divides by the
-// limit, which a fixed window may have 0).
-func checkSchedule(r algo.Request) error {
-	if r.Kind == algo.KindGCRA || r.Kind == algo.KindLeaky {
-		return r.CheckSchedule()
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/policy"
 )
 
 // ratelimitModule is the envoyproxy/ratelimit version CI installs (.ci/run), whose
@@ -119,7 +121,7 @@ func TestTheirFixtures(t *testing.T) {
 // and TestShareThreshold on their fixtures: the limit each descriptor gets, or none.
 func TestTheirMatching(t *testing.T) {
 	cfg := filepath.Join(ratelimitDir(t), "test", "config")
-	load := func(name string) *domain {
+	load := func(name string) *Domain {
 		t.Helper()
 		p, err := Load(filepath.Join(cfg, name))
 		if err != nil {
@@ -127,17 +129,17 @@ func TestTheirMatching(t *testing.T) {
 		}
 		return p.domains["test-domain"]
 	}
-	e := func(kv ...string) []Entry {
-		var out []Entry
+	e := func(kv ...string) []policy.Entry {
+		var out []policy.Entry
 		for i := 0; i < len(kv); i += 2 {
-			out = append(out, Entry{kv[i], kv[i+1]})
+			out = append(out, policy.Entry{Key: kv[i], Value: kv[i+1]})
 		}
 		return out
 	}
 	basic, wild, share := load("basic_config.yaml"), load("wildcard.yaml"), load("share_threshold.yaml")
 	for _, tc := range []struct {
-		d       *domain
-		entries []Entry
+		d       *Domain
+		entries []policy.Entry
 		want    string // "requests/window" or "unlimited", "" for none
 		path    string // the rule's composite key (their stats key without the domain)
 	}{
@@ -167,10 +169,10 @@ func TestTheirMatching(t *testing.T) {
 		{share, e("file", "test1"), "50/1m0s", "file_test1"},
 		{share, e("file", "test2"), "100/1m0s", "file_test*"},
 	} {
-		r, _ := tc.d.match(tc.entries)
+		r, _ := tc.d.Match(tc.entries)
 		got, path := "", ""
 		if r != nil {
-			got, path = strings.Fields(ruleText(r) + " ")[0], r.path
+			got, path = strings.Fields(ruleText(r) + " ")[0], r.Path
 		}
 		if got != tc.want || path != tc.path {
 			t.Errorf("%v: matched %q at %q, want %q at %q", tc.entries, got, path, tc.want, tc.path)
@@ -178,9 +180,9 @@ func TestTheirMatching(t *testing.T) {
 	}
 	// share_threshold: every value under the wildcard shares one state key, the
 	// pattern's, as their cache key does; other wildcards keep each value's own.
-	key := func(d *domain, entries []Entry) string {
-		r, shared := d.match(entries)
-		return string(appendKey(nil, d.name, entries, shared, r.kind.String()[3:], r.window))
+	key := func(d *Domain, entries []policy.Entry) string {
+		r, shared := d.Match(entries)
+		return string(r.AppendKey(nil, entries, shared))
 	}
 	if a, b := key(share, e("files", "files/a")), key(share, e("files", "files/b")); a != b || a != "rl:test-domain:fixed/60s:files=files/*" {
 		t.Errorf("share_threshold keys %q and %q", a, b)
