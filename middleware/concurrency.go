@@ -19,7 +19,7 @@ type concurrency struct {
 	Concurrency
 	prefix string        // Config.Prefix + Name + ":"
 	renew  time.Duration // Renew or its default
-	least  time.Duration // the shortest lease asked: the renewal's own lapse, 2 renews
+	least  time.Duration // the shortest lease asked: 2 renews, or Lease if shorter
 }
 
 // newConcurrency checks c and makes it ready, its keys starting with prefix.

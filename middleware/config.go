@@ -58,7 +58,8 @@ type Concurrency struct {
 	// middleware renews its lease every Renew, each time to end when the handler is
 	// expected to return (a running mean of its last requests' times, at least 2
 	// Renews away, at most Lease): a refused request is told when the earliest place
-	// will really free, not the lease's length.
+	// will really free, not the lease's length. The mean is kept per Handler call:
+	// wrap each slow route on its own, not a whole ServeMux, for a precise wait.
 	Lease time.Duration
 	// Renew is the time between renewals, at most Lease; 0 means DefaultRenew, or
 	// Lease/2 for a Lease under 2 s. Each renewal is one call (RL.RENEW).
