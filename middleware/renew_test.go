@@ -104,40 +104,43 @@ func TestConcurrencyRealWait(t *testing.T) {
 	}
 }
 
-// TestConcurrencyRenewed: a request running 3 times its 300 ms lease keeps its place
-// (renewed), and a refused request is told at most the Lease: a crashed instance's
-// place frees within one.
+// TestConcurrencyRenewed: a request running 3 times its 1 s lease keeps its place
+// (renewed every 300 ms), and a refused request is told at most the Lease: a crashed
+// instance's place frees within one.
 func TestConcurrencyRenewed(t *testing.T) {
 	lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: embeddedClient(t, true),
-		Concurrency: &middleware.Concurrency{Name: "job", By: middleware.ByRoute, Limit: 1, Lease: 300 * time.Millisecond,
-			Renew: 100 * time.Millisecond}})
+		Concurrency: &middleware.Concurrency{Name: "job", By: middleware.ByRoute, Limit: 1, Lease: sec,
+			Renew: 300 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGated()
-	h := lim.Handler(g)
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hold") != "" {
+			close(entered)
+			<-release
+		}
+	}))
 	done := make(chan int)
 	go func() {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/job?n=1", nil))
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/job?hold=1", nil))
 		done <- rec.Code
 	}()
-	<-g.entered
-	time.Sleep(900 * time.Millisecond)
+	<-entered
+	time.Sleep(3 * sec)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/job?n=2", nil))
-	close(g.gate("1"))
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/job", nil))
+	close(release)
 	if code := <-done; code != 200 {
 		t.Fatalf("the long request: %d", code)
 	}
-	if _, body := refusal(t, rec); body > 300*time.Millisecond {
-		t.Errorf("refused with retryAfterMs %v, want at most the 300 ms Lease", body)
+	if _, body := refusal(t, rec); body > sec {
+		t.Errorf("refused with retryAfterMs %v, want at most the 1 s Lease", body)
 	}
-	go func() { <-g.entered; close(g.gate("3")) }()
-	if rec := httptest.NewRecorder(); true {
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/job?n=3", nil))
-		if rec.Code != 200 {
-			t.Errorf("after the long request: %d, want its place given back", rec.Code)
-		}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/job", nil))
+	if rec.Code != 200 {
+		t.Errorf("after the long request: %d, want its place given back", rec.Code)
 	}
 }
