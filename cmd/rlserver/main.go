@@ -105,8 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.bind, "bind", "", "redis.conf's bind: listen on each of these `addresses` (space-separated; a leading - makes one optional) instead of -addr's host")
 	fs.StringVar(&o.cfg.RequirePass, "requirepass", "", "`password` every connection must give (AUTH, HELLO AUTH) before other commands; empty: none")
 	fs.StringVar(&o.tlsAddr, "tls-addr", "", "`host:port` to listen on for TLS, besides -addr; empty: no TLS")
-	fs.StringVar(&o.cfg.TLSCertFile, "tls-cert", "", "PEM certificate `file` for -tls-addr")
-	fs.StringVar(&o.cfg.TLSKeyFile, "tls-key", "", "PEM private key `file` for -tls-addr")
+	fs.StringVar(&o.cfg.TLSCertFile, "tls-cert", "", "PEM certificate `file` for -tls-addr and -rls-tls")
+	fs.StringVar(&o.cfg.TLSKeyFile, "tls-key", "", "PEM private key `file` for -tls-addr and -rls-tls")
 	fs.StringVar(&o.cfg.TLSCACertFile, "tls-ca-cert-file", "", "PEM `file` of the CAs that sign client certificates, on every TLS listener")
 	fs.StringVar(&o.cfg.TLSAuthClients, "tls-auth-clients", "", "client certificates: `yes` (required), optional or no; empty: yes with -tls-ca-cert-file, else no")
 	fs.StringVar(&o.cfg.TLSClientSAN, "tls-client-san", "", "a `name` every client certificate must carry as a subject alternative name")
@@ -321,29 +321,40 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	// Last, after every front has returned: no command runs after the final snapshot.
 	defer func() { err = errors.Join(err, c.Close()) }()
 	var eng *engine.Engine // RL.POLICY's, which the gateway fronts share
-	if opts.gw.limits != "" {
+	switch {
+	case opts.gw.limits != "" && opts.gw.xds.server != "":
+		return errors.New("-limits and -xds-server both give the policy: give one")
+	case opts.gw.xds.server != "":
+		eng = engine.New(c.Store(), nil)
+		opts.cfg.Engine = eng
+	case opts.gw.limits != "":
 		p, err := config.Load(opts.gw.limits)
 		if err != nil {
 			return err // the file, the descriptor's path and the reason
 		}
 		eng = engine.New(c.Store(), p)
 		opts.cfg.Engine = eng
+		eng.LoadResult(nil)
 	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
 		return err
 	}
 	if eng != nil {
-		eng.LoadResult(nil)
 		c.Registry().MustRegister(eng.Collector())
+	}
+	if opts.gw.limits != "" {
 		go func() { // a file that does not load keeps the old policy
 			if err := watch.Watch(ctx, opts.gw.limits, eng, logger); err != nil {
 				logger.Error("policy not watched: changes need a restart", "path", opts.gw.limits, "err", err)
 			}
 		}()
 	}
-	if (opts.tlsAddr == "") != (opts.cfg.TLSCertFile == "") {
-		return errors.New("-tls-addr needs -tls-cert and -tls-key, and they need -tls-addr")
+	switch {
+	case opts.tlsAddr != "" && opts.cfg.TLSCertFile == "":
+		return errors.New("-tls-addr needs -tls-cert and -tls-key")
+	case opts.cfg.TLSCertFile != "" && opts.tlsAddr == "" && !opts.gw.rlsTLS:
+		return errors.New("-tls-cert and -tls-key serve -tls-addr (RESP) or -rls-tls (gRPC and HTTP): give either")
 	}
 	lns, err := listen(opts)
 	if err != nil {
@@ -365,6 +376,12 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 		logger.Info("rlserver listening for TLS", "addr", tlsLn.Addr().String())
 		// Serve below returns once Close has stopped both listeners.
 		go srv.ServeTLS(tlsLn)
+	}
+	if opts.gw.xds.server != "" {
+		if err := startXDS(ctx, opts.gw.xds, eng, logger); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	gw, err := startGateway(c, eng, opts.gw, logger)
 	if err != nil {
