@@ -115,8 +115,9 @@ experiments:
 
 # The lesson's overload experiment (docs/overload.md): an app of 8 workers × 10 ms
 # offered 0.5x to 3x its capacity, 20% critical, with no shedding, a static limit,
-# failsafe-go's adaptive limiter and package shed in turn, each cell a fresh app
-# process on loopback (about 75 s). The last line is the headline.
+# failsafe-go's adaptive limiter, package shed, and three replicas sharing an
+# RL.ACQUIRE limit with 20% reserved for critical in turn, each cell fresh app
+# processes on loopback (about 95 s). The last line is the headline.
 bench-overload:
 	$(RLBENCH) overload
 

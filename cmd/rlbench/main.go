@@ -33,10 +33,11 @@
 //	rlbench rls [-rlserver-bin bin/rlserver] [-time 10s] [-streams 32] [-users 100000]
 //
 // overload offers an application of fixed capacity 0.5x to 3x its capacity, with no
-// shedding, a static limit, failsafe-go's adaptive limiter and package shed, each in
-// turn (make bench-overload; docs/overload.md):
+// shedding, a static limit, failsafe-go's adaptive limiter, package shed, and three
+// replicas sharing an RL.ACQUIRE limit on an rlserver process it starts, each in turn
+// (make bench-overload; docs/overload.md):
 //
-//	rlbench overload [-workers 8] [-service 10ms] [-time 2s] [-warmup 1s] [-queue 100ms]
+//	rlbench overload [-workers 8] [-service 10ms] [-time 2s] [-warmup 1s] [-queue 100ms] [-rlserver-bin bin/rlserver]
 package main
 
 import (

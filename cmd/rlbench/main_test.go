@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/lua"
 )
@@ -218,7 +219,8 @@ func TestUnknownExperiment(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary be e2e's app replica, as rlbench itself is.
+// TestMain lets the test binary be e2e's app replica and the overload experiment's
+// application, as rlbench itself is.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(replicaEnv); spec != "" {
 		if err := runReplica(spec); err != nil {
@@ -227,7 +229,16 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
-	os.Exit(m.Run())
+	if spec := os.Getenv(overloadAppEnv); spec != "" {
+		if err := runOverloadApp(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench overload app:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	code := m.Run()
+	launch.RemoveBuilt()
+	os.Exit(code)
 }
 
 func TestE2E(t *testing.T) {
