@@ -109,9 +109,11 @@ soak:
 	RLSERVER_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -timeout 5m -v ./cmd/rlserver/
 
 # The lesson's lab, rlserver and Redis + Lua side by side, on servers rlbench starts;
-# tables on stdout, JSON, PNG charts and summary.md in results/.
+# tables on stdout, JSON, PNG charts and summary.md in results/; then the lesson-002
+# figures beside golang.org/x/time/rate (results/burst.json).
 experiments:
 	$(RLBENCH) -start -out $(CURDIR)/results all
+	$(RLBENCH) burst -out $(CURDIR)/results
 
 # The lesson's overload experiment (docs/overload.md): an app of 8 workers × 10 ms
 # offered 0.5x to 3x its capacity, 20% critical, with no shedding, a static limit,

@@ -257,6 +257,9 @@ func TestE2E(t *testing.T) {
 			t.Errorf("%s: %d allowed of %.0f expected, %d x429: want at most %d%% over, and some 429s",
 				r.Side, r.Allowed, r.Expected, r.Limited, maxOverPct)
 		}
+		if r.ServedUs <= 0 || r.RefusedUs <= 0 {
+			t.Errorf("%s: a 200 took %.0f µs and a 429 %.0f µs: want both timed", r.Side, r.ServedUs, r.RefusedUs)
+		}
 	}
 }
 
