@@ -141,6 +141,9 @@ func runOverloadBench(ctx context.Context, args []string, w io.Writer) error {
 	if err := writeResult(*out, "overload", res); err != nil {
 		return err
 	}
+	if err := writeCharts(*out, "overload", res); err != nil {
+		return err
+	}
 	if *only == "" {
 		fmt.Fprintln(w, overloadHeadline(res))
 	}

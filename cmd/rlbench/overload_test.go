@@ -112,6 +112,7 @@ func TestOverloadFleet(t *testing.T) {
 	if len(res) != 1 {
 		t.Fatalf("%d cells, want 1", len(res))
 	}
+	checkPNG(t, dir, "overload.png")
 	c := res[0]
 	if c.Limit != 8 || c.FleetReserve != 2 {
 		t.Fatalf("limit %d reserve %d, want 8 and 2 (3 replicas of 2 workers)", c.Limit, c.FleetReserve)
