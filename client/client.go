@@ -152,6 +152,7 @@ type Client struct {
 	timeout  time.Duration         // 0: no budget of our own
 	fallback *fallback             // nil: errors are returned
 	owned    redis.UniversalClient // the go-redis client Open built, closed by Close
+	lines    waitLines             // WaitN's callers, a line per key
 }
 
 // backend is where a decision is made: rlserver, Redis running the scripts, or an

@@ -3,6 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,5 +56,49 @@ func TestWait(t *testing.T) {
 	}
 	if took := time.Since(start); took < 100*time.Millisecond {
 		t.Errorf("the second of a queue at 10/s returned after %v, want its turn 100 ms later", took)
+	}
+}
+
+// TestWaitTakesTurns: 20 callers of one Client waiting on one key take turns, so
+// rlserver sees about two calls a caller (asked at the head, denied, asked again
+// after the wait), not every waiter asking at every refill (about 20 × 21 / 2).
+// The calls are counted by the real server's INFO commandstats.
+func TestWaitTakesTurns(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t, testenv.StartServer(t, resp.Config{}))
+	c, err := client.New(rdb, client.Options{Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := func() int {
+		t.Helper()
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`cmdstat_rl\.token:calls=(\d+)`).FindStringSubmatch(info)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	const waiters = 20
+	limit := client.Token(1, 20*time.Millisecond) // one token every 20 ms
+	before := calls()
+	var wg sync.WaitGroup
+	errs := make(chan error, waiters)
+	for range waiters {
+		wg.Go(func() { errs <- c.Wait(ctx, "turns", limit) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls() - before; n < waiters || n > 3*waiters {
+		t.Errorf("%d waiters made %d RL.TOKEN calls, want %d to %d", waiters, n, waiters, 3*waiters)
 	}
 }

@@ -2,10 +2,12 @@ package httpdesc
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/spread"
 	"github.com/rlserver/rlserver/policy"
 )
 
@@ -100,7 +102,8 @@ func TestBuild(t *testing.T) {
 }
 
 // TestAnswer: the headers tell the last status over its limit, else the one with a
-// rule nearest its limit; Retry-After is the longest wait of the refused, rounded up.
+// rule nearest its limit; Retry-After is the longest wait of the refused, spread
+// (never earlier, at most the jitter's bound later), rounded up.
 func TestAnswer(t *testing.T) {
 	five, ten := &policy.Limit{RequestsPerUnit: 5}, &policy.Limit{RequestsPerUnit: 10}
 	ok := func(l *policy.Limit, rem uint32, reset time.Duration) policy.Status {
@@ -112,20 +115,20 @@ func TestAnswer(t *testing.T) {
 	for i, tc := range []struct {
 		sts     []policy.Status
 		refused bool
-		want    string // limit remaining reset [retry-after]
-		wait    time.Duration
+		want    string        // limit remaining reset
+		wait    time.Duration // before the spread
 	}{
 		{[]policy.Status{ok(nil, 0, 0)}, false, "", 0},
 		{[]policy.Status{ok(ten, 7, 1500*time.Millisecond), ok(five, 3, 59*time.Second), ok(nil, 0, 0)}, false, "5 3 59", 0},
 		{[]policy.Status{over(five, 30*time.Second, 2500*time.Millisecond), ok(ten, 0, time.Second), over(ten, 9*time.Second, 0)}, true,
-			"10 0 9 9", 9 * time.Second},
-		{[]policy.Status{over(five, 0, 10*time.Millisecond)}, true, "5 0 0 1", 10 * time.Millisecond},
-		{[]policy.Status{over(nil, 0, 0)}, true, "1", 0},
+			"10 0 9", 9 * time.Second},
+		{[]policy.Status{over(five, 0, 10*time.Millisecond)}, true, "5 0 0", 10 * time.Millisecond},
+		{[]policy.Status{over(nil, 0, 0)}, true, "", 0},
 	} {
 		h := http.Header{}
 		wait := DefaultNames.Answer(h, tc.sts, tc.refused)
 		var got []string
-		for _, k := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"} {
+		for _, k := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} {
 			got = append(got, h.Values(k)...)
 		}
 		for _, k := range []string{"Limit", "Remaining", "Reset"} {
@@ -133,8 +136,18 @@ func TestAnswer(t *testing.T) {
 				t.Errorf("case %d: X-RateLimit-%s %q, RateLimit-%s %q", i, k, h.Get("X-RateLimit-"+k), k, h.Get("RateLimit-"+k))
 			}
 		}
-		if strings.Join(got, " ") != tc.want || wait != tc.wait {
-			t.Errorf("case %d: %q, wait %v; want %q, %v", i, strings.Join(got, " "), wait, tc.want, tc.wait)
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("case %d: %q; want %q", i, strings.Join(got, " "), tc.want)
+		}
+		if tc.wait > 0 && (wait < tc.wait || wait >= tc.wait+spread.Jitter(tc.wait)) || tc.wait == 0 && wait != 0 {
+			t.Errorf("case %d: wait %v; want %v spread", i, wait, tc.wait)
+		}
+		ra, want := h.Get("Retry-After"), ""
+		if tc.refused {
+			want = strconv.FormatInt(max(1, ceilSeconds(wait)), 10)
+		}
+		if ra != want {
+			t.Errorf("case %d: Retry-After %q, want %q (wait %v)", i, ra, want, wait)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/spread"
 	"github.com/rlserver/rlserver/policy"
 )
 
@@ -48,9 +49,11 @@ func Shown(sts []policy.Status) int {
 
 // Answer sets on h the headers of a decision of statuses sts, as /check answers and
 // the middleware in policy mode: Names of the status Shown (none when no status has
-// a rule) and, when refused, Retry-After: the whole seconds, rounded up and at least
-// 1, until every descriptor over its limit admits again (never early). It returns
-// that wait unrounded, 0 when not refused.
+// a rule) and, when refused, Retry-After: the wait until every descriptor over its
+// limit admits again, spread (package spread: never early, a bounded jitter later,
+// so that callers refused together do not return together), in whole seconds
+// rounded up and at least 1. It returns that spread wait unrounded, 0 when not
+// refused.
 func (n Names) Answer(h http.Header, sts []policy.Status, refused bool) time.Duration {
 	var retry time.Duration
 	if refused {
@@ -63,6 +66,7 @@ func (n Names) Answer(h http.Header, sts []policy.Status, refused bool) time.Dur
 				retry = max(retry, d)
 			}
 		}
+		retry = spread.Wait(retry)
 	}
 	i := Shown(sts)
 	if i < 0 && !refused {

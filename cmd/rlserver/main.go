@@ -105,8 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.bind, "bind", "", "redis.conf's bind: listen on each of these `addresses` (space-separated; a leading - makes one optional) instead of -addr's host")
 	fs.StringVar(&o.cfg.RequirePass, "requirepass", "", "`password` every connection must give (AUTH, HELLO AUTH) before other commands; empty: none")
 	fs.StringVar(&o.tlsAddr, "tls-addr", "", "`host:port` to listen on for TLS, besides -addr; empty: no TLS")
-	fs.StringVar(&o.cfg.TLSCertFile, "tls-cert", "", "PEM certificate `file` for -tls-addr")
-	fs.StringVar(&o.cfg.TLSKeyFile, "tls-key", "", "PEM private key `file` for -tls-addr")
+	fs.StringVar(&o.cfg.TLSCertFile, "tls-cert", "", "PEM certificate `file` for -tls-addr and -rls-tls")
+	fs.StringVar(&o.cfg.TLSKeyFile, "tls-key", "", "PEM private key `file` for -tls-addr and -rls-tls")
 	fs.StringVar(&o.cfg.TLSCACertFile, "tls-ca-cert-file", "", "PEM `file` of the CAs that sign client certificates, on every TLS listener")
 	fs.StringVar(&o.cfg.TLSAuthClients, "tls-auth-clients", "", "client certificates: `yes` (required), optional or no; empty: yes with -tls-ca-cert-file, else no")
 	fs.StringVar(&o.cfg.TLSClientSAN, "tls-client-san", "", "a `name` every client certificate must carry as a subject alternative name")
@@ -342,8 +342,11 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 			}
 		}()
 	}
-	if (opts.tlsAddr == "") != (opts.cfg.TLSCertFile == "") {
-		return errors.New("-tls-addr needs -tls-cert and -tls-key, and they need -tls-addr")
+	switch {
+	case opts.tlsAddr != "" && opts.cfg.TLSCertFile == "":
+		return errors.New("-tls-addr needs -tls-cert and -tls-key")
+	case opts.cfg.TLSCertFile != "" && opts.tlsAddr == "" && !opts.gw.rlsTLS:
+		return errors.New("-tls-cert and -tls-key serve -tls-addr (RESP) or -rls-tls (gRPC and HTTP): give either")
 	}
 	lns, err := listen(opts)
 	if err != nil {

@@ -166,10 +166,33 @@ func TestMutualTLS(t *testing.T) {
 		check(t, "RESP with the CA's certificate", s.respErr, withGood, true)
 		check(t, "RESP with another CA's certificate", s.respErr, withStranger, false)
 	})
+	t.Run("gRPC and HTTP alone", func(t *testing.T) {
+		// -rls-tls with its certificate needs no RESP TLS listener (Envoy Gateway's
+		// GRPC_SERVER_USE_TLS sets no such thing): the later -tls-addr "" drops it.
+		s := startMTLS(t, clients, "-tls-addr", "")
+		check(t, "gRPC with the CA's certificate", s.grpcErr, withGood, true)
+		check(t, "HTTP with the CA's certificate", s.httpErr, withGood, true)
+		check(t, "gRPC without a certificate", s.grpcErr, none, false)
+		check(t, "RESP over TLS, not listening", s.respErr, withGood, false)
+	})
 	t.Run("SAN", func(t *testing.T) {
 		s := startMTLS(t, clients, "-tls-client-san", "envoy")
 		check(t, "gRPC as envoy", s.grpcErr, withGood, true)
 		check(t, "gRPC as other", s.grpcErr, withOther, false)
 		check(t, "RESP as other", s.respErr, withOther, false)
 	})
+}
+
+// TestTLSCertNeedsAListener: a certificate with neither -tls-addr nor -rls-tls
+// would serve nothing; the start says which flags use it.
+func TestTLSCertNeedsAListener(t *testing.T) {
+	cert := testpki.NewCA(t, "server").Server(t)
+	o, err := parseFlags([]string{"-addr", "127.0.0.1:0", "-tls-cert", cert.CertFile, "-tls-key", cert.KeyFile}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), o, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "-tls-addr (RESP) or -rls-tls (gRPC and HTTP)") {
+		t.Fatalf("run: %v, want the flags that use the certificate named", err)
+	}
 }

@@ -111,6 +111,9 @@ func (p *Policy) MarshalText() ([]byte, error) {
 			b.WriteString(" all_or_nothing")
 		}
 		b.WriteByte('\n')
+		if d.priorities != nil {
+			b.WriteString(d.priorities.text())
+		}
 		var lines []string
 		d.root.walk(d.name, func(path string, r *Rule) {
 			s := "  " + path + ": "

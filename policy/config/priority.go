@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -65,6 +66,29 @@ func (p *priorities) index(name string) int {
 		}
 	}
 	return -1
+}
+
+// text is the classes as MarshalText shows them: "  priorities by KEY: critical,
+// normal (leaves 20%, default), batch (leaves 50%)".
+func (p *priorities) text() string {
+	s := "  priorities by " + p.key + ":"
+	for i, n := range p.names {
+		if i > 0 {
+			s += ","
+		}
+		s += " " + n
+		var notes []string
+		if p.reserve[i] > 0 {
+			notes = append(notes, fmt.Sprintf("leaves %d%%", p.reserve[i]))
+		}
+		if i == p.def {
+			notes = append(notes, "default")
+		}
+		if len(notes) > 0 {
+			s += " (" + strings.Join(notes, ", ") + ")"
+		}
+	}
+	return s + "\n"
 }
 
 // listed is the class names, highest first, for errors.
