@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -122,5 +123,26 @@ func TestOverloadFleet(t *testing.T) {
 	}
 	if c.FleetMax < c.Limit-c.FleetReserve || c.SheddableHeld == 0 || c.Requests == 0 {
 		t.Errorf("at 3x the fleet never reached its sheddable share: %+v", c)
+	}
+}
+
+func TestFleetQueue(t *testing.T) {
+	var q fleetQueue
+	if q.handOff(heldLease{id: "a"}) {
+		t.Fatal("a lease handed over with nobody waiting")
+	}
+	if _, ok := q.wait(time.Now()); ok || len(q.waiters) != 0 {
+		t.Fatalf("a wait past its deadline got a lease, or stayed queued (%d)", len(q.waiters))
+	}
+	got := make(chan heldLease)
+	go func() {
+		l, _ := q.wait(time.Now().Add(time.Hour))
+		got <- l
+	}()
+	for !q.handOff(heldLease{id: "b"}) { // until the waiter is queued
+		runtime.Gosched()
+	}
+	if l := <-got; l.id != "b" {
+		t.Errorf("the waiter got %q, want b", l.id)
 	}
 }
