@@ -28,6 +28,7 @@ type gatewayOptions struct {
 	names      gateway.Headers
 	shadowMode bool
 	trusted    string // -trusted-proxies: whose X-Forwarded-For /check believes
+	xds        xdsOptions
 }
 
 func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
@@ -41,6 +42,7 @@ func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
 	fs.StringVar(&g.names.Reset, "rls-header-reset", "", "`name` of the reset header of -rls-headers; empty: "+gateway.DefaultHeaders.Reset)
 	fs.StringVar(&g.trusted, "trusted-proxies", "", "`CIDR,...` of the proxies whose X-Forwarded-For and X-Real-IP /check believes for remote_address; empty: loopback (127.0.0.0/8,::1); none: no proxy")
 	fs.BoolVar(&g.shadowMode, "rls-shadow-mode", false, "answer OK overall whatever the limits, still counting (envoyproxy/ratelimit's SHADOW_MODE)")
+	xdsFlags(fs, &g.xds)
 }
 
 // ratelimitEnv sets, from the environment variables an envoyproxy/ratelimit
@@ -61,9 +63,17 @@ func ratelimitEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		return nil
 	}
 	root, sub := getenv("RUNTIME_ROOT"), getenv("RUNTIME_SUBDIRECTORY")
-	theirs := root != "" || sub != ""
+	var fromXDS bool
+	switch t := getenv("CONFIG_TYPE"); t {
+	case "", "FILE":
+	case "GRPC_XDS_SOTW":
+		fromXDS = true
+	default:
+		return fmt.Errorf("environment: CONFIG_TYPE %q: FILE or GRPC_XDS_SOTW", t)
+	}
+	theirs := root != "" || sub != "" || fromXDS
 	var limits string
-	if theirs {
+	if theirs && !fromXDS {
 		// Their rule: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, watched
 		// whatever RUNTIME_WATCH_ROOT says.
 		limits = filepath.Join(cmp.Or(root, "/srv/runtime_data/current"), sub, cmp.Or(getenv("RUNTIME_APPDIRECTORY"), "config"))
@@ -98,9 +108,32 @@ func ratelimitEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		{"rls-tls", tls},
 		{"tls-cert", getenv("GRPC_SERVER_TLS_CERT")},
 		{"tls-key", getenv("GRPC_SERVER_TLS_KEY")},
-		{"tls-ca-cert-file", getenv("GRPC_CLIENT_TLS_CACERT")},
+		{"tls-ca-cert-file", cmp.Or(getenv("GRPC_CLIENT_TLS_CACERT"), getenv("GRPC_SERVER_TLS_CA_CERT"))},
 		{"tls-client-san", getenv("GRPC_CLIENT_TLS_SAN")},
 		{"metrics-addr", metrics},
+	} {
+		if err := set(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if fromXDS {
+		return xdsEnv(set, getenv)
+	}
+	return nil
+}
+
+// xdsEnv sets the -xds-* flags from envoyproxy/ratelimit's CONFIG_GRPC_XDS_*
+// variables (the server defaults to theirs, localhost:18000).
+func xdsEnv(set func(name, value string) error, getenv func(string) string) error {
+	for _, kv := range [][2]string{
+		{"xds-server", cmp.Or(getenv("CONFIG_GRPC_XDS_SERVER_URL"), "localhost:18000")},
+		{"xds-node-id", getenv("CONFIG_GRPC_XDS_NODE_ID")},
+		{"xds-tls", boolText(getenv("CONFIG_GRPC_XDS_SERVER_USE_TLS"))},
+		{"xds-tls-cert", getenv("CONFIG_GRPC_XDS_CLIENT_TLS_CERT")},
+		{"xds-tls-key", getenv("CONFIG_GRPC_XDS_CLIENT_TLS_KEY")},
+		{"xds-tls-ca", getenv("CONFIG_GRPC_XDS_SERVER_TLS_CACERT")},
+		{"xds-tls-san", getenv("CONFIG_GRPC_XDS_SERVER_TLS_SAN")},
+		{"xds-force-start", boolText(getenv("FORCE_START_WITHOUT_INITIAL_CONFIG"))},
 	} {
 		if err := set(kv[0], kv[1]); err != nil {
 			return err

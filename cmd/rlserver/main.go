@@ -321,21 +321,29 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	// Last, after every front has returned: no command runs after the final snapshot.
 	defer func() { err = errors.Join(err, c.Close()) }()
 	var eng *engine.Engine // RL.POLICY's, which the gateway fronts share
-	if opts.gw.limits != "" {
+	switch {
+	case opts.gw.limits != "" && opts.gw.xds.server != "":
+		return errors.New("-limits and -xds-server both give the policy: give one")
+	case opts.gw.xds.server != "":
+		eng = engine.New(c.Store(), nil)
+		opts.cfg.Engine = eng
+	case opts.gw.limits != "":
 		p, err := config.Load(opts.gw.limits)
 		if err != nil {
 			return err // the file, the descriptor's path and the reason
 		}
 		eng = engine.New(c.Store(), p)
 		opts.cfg.Engine = eng
+		eng.LoadResult(nil)
 	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
 		return err
 	}
 	if eng != nil {
-		eng.LoadResult(nil)
 		c.Registry().MustRegister(eng.Collector())
+	}
+	if opts.gw.limits != "" {
 		go func() { // a file that does not load keeps the old policy
 			if err := watch.Watch(ctx, opts.gw.limits, eng, logger); err != nil {
 				logger.Error("policy not watched: changes need a restart", "path", opts.gw.limits, "err", err)
@@ -368,6 +376,12 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 		logger.Info("rlserver listening for TLS", "addr", tlsLn.Addr().String())
 		// Serve below returns once Close has stopped both listeners.
 		go srv.ServeTLS(tlsLn)
+	}
+	if opts.gw.xds.server != "" {
+		if err := startXDS(ctx, opts.gw.xds, eng, logger); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	gw, err := startGateway(c, eng, opts.gw, logger)
 	if err != nil {

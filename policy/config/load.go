@@ -62,38 +62,49 @@ func Load(path string) (*Policy, error) {
 			files = append(files, filepath.Join(path, name))
 		}
 	}
-	p := &Policy{source: path, domains: map[string]*Domain{}}
+	var fs []File
 	for _, f := range files {
 		data, err := readFile(f)
 		if err != nil {
 			return nil, err
 		}
-		d, err := parseDomain(f, data)
+		fs = append(fs, File{Name: f, Data: data})
+	}
+	return ParseFiles(path, fs)
+}
+
+// File is one policy file: its name, in errors, and its content.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Parse reads one policy file's content, named name in errors: a policy of one domain.
+func Parse(name string, data []byte) (*Policy, error) {
+	return ParseFiles(name, []File{{Name: name, Data: data}})
+}
+
+// ParseFiles reads policy files, a domain each, as Load reads a directory's: any
+// error refuses the whole policy (*LoadError). source names the policy in
+// MarshalText.
+func ParseFiles(source string, files []File) (*Policy, error) {
+	p := &Policy{source: source, domains: map[string]*Domain{}}
+	for _, f := range files {
+		if len(f.Data) > MaxFileSize {
+			return nil, &LoadError{File: f.Name, Reason: fmt.Sprintf("file larger than %d bytes", MaxFileSize)}
+		}
+		d, err := parseDomain(f.Name, f.Data)
 		if err != nil {
 			return nil, err
 		}
 		if old, ok := p.domains[d.name]; ok {
-			return nil, &LoadError{File: f, Line: d.line,
+			return nil, &LoadError{File: f.Name, Line: d.line,
 				Reason: fmt.Sprintf("duplicate domain '%s' in config file (also in %s)", d.name, old.file)}
 		}
 		p.domains[d.name] = d
 		p.names = append(p.names, d.name)
 	}
 	slices.Sort(p.names)
-	p.number()
-	return p, nil
-}
-
-// Parse reads one policy file's content, named name in errors: a policy of one domain.
-func Parse(name string, data []byte) (*Policy, error) {
-	if len(data) > MaxFileSize {
-		return nil, &LoadError{File: name, Reason: fmt.Sprintf("file larger than %d bytes", MaxFileSize)}
-	}
-	d, err := parseDomain(name, data)
-	if err != nil {
-		return nil, err
-	}
-	p := &Policy{source: name, domains: map[string]*Domain{d.name: d}, names: []string{d.name}}
 	p.number()
 	return p, nil
 }
@@ -106,21 +117,15 @@ func (p *Policy) number() {
 	}
 }
 
-// readFile reads at most MaxFileSize bytes of a file, and refuses a longer one.
+// readFile reads at most MaxFileSize+1 bytes of a file: enough for ParseFiles to
+// refuse a longer one, never a huge file in memory.
 func readFile(name string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileSize {
-		return nil, &LoadError{File: name, Reason: fmt.Sprintf("file larger than %d bytes", MaxFileSize)}
-	}
-	return data, nil
+	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 }
 
 // loader carries what building one file's domain needs.

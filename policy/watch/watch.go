@@ -1,7 +1,7 @@
 // Package watch reloads a policy file into a running engine whenever the file
 // changes: written in place, renamed over, or swapped as a Kubernetes ConfigMap. It
 // is the one part of the policy that needs fsnotify, kept apart so that importing
-// the policy's format (package policy) does not pull a file watcher in.
+// the policy's format (package policy/config) does not pull a file watcher in.
 package watch
 
 import (

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/testpki"
+	"github.com/rlserver/rlserver/internal/xdstest"
+)
+
+// envoyGatewayEnv is the environment Envoy Gateway gives its rate limit container
+// (internal/infrastructure/kubernetes/ratelimit in envoyproxy/gateway), with its
+// /certs files under certs and its xDS server at xdsAddr; REDIS_* and RUNTIME_* are
+// set as it sets them and mean nothing here.
+func envoyGatewayEnv(certs, xdsAddr, prometheus string) map[string]string {
+	return map[string]string{
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "envoy-ratelimit-redis:6379",
+		"RUNTIME_ROOT": "/data", "RUNTIME_SUBDIRECTORY": "ratelimit", "RUNTIME_IGNOREDOTFILES": "true", "RUNTIME_WATCH_ROOT": "false",
+		"LOG_LEVEL": "info", "USE_STATSD": "false",
+		"CONFIG_TYPE": "GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL": xdsAddr, "CONFIG_GRPC_XDS_NODE_ID": "envoy-ratelimit",
+		"CONFIG_GRPC_XDS_SERVER_USE_TLS": "true", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT": certs + "/xds-client.crt",
+		"CONFIG_GRPC_XDS_CLIENT_TLS_KEY": certs + "/xds-client.key", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT": certs + "/ca.crt",
+		"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": certs + "/tls.crt", "GRPC_SERVER_TLS_KEY": certs + "/tls.key",
+		"GRPC_SERVER_TLS_CA_CERT":            certs + "/ca.crt",
+		"FORCE_START_WITHOUT_INITIAL_CONFIG": "false",
+		"USE_PROMETHEUS":                     "true", "PROMETHEUS_ADDR": prometheus,
+	}
+}
+
+// TestEnvoyGatewayEnv: rlserver started with exactly Envoy Gateway's variables takes
+// its policy from the xDS server over mutual TLS, waits for it before serving, then
+// serves mutual-TLS gRPC deciding by it, answers /healthcheck, and exports the load
+// on Prometheus's address. A new snapshot is in force within a second.
+func TestEnvoyGatewayEnv(t *testing.T) {
+	defer func(old func(string) string) { getenv = old }(getenv)
+	ca := testpki.NewCA(t, "envoy-gateway")
+	xdsSrv := xdstest.Start(t, ca.Server(t), ca, "127.0.0.1:0")
+	xdsSrv.Set(t, "1", xdstest.Edge(3, rlsconf.RateLimitUnit_MINUTE))
+	certs := t.TempDir()
+	srvCert, xdsClient := ca.Server(t), ca.Client(t, "envoy-ratelimit")
+	for _, l := range [][2]string{{srvCert.CertFile, "tls.crt"}, {srvCert.KeyFile, "tls.key"}, {xdsClient.CertFile, "xds-client.crt"},
+		{xdsClient.KeyFile, "xds-client.key"}, {ca.CertFile, "ca.crt"}} {
+		copyFile(t, l[0], certs+"/"+l[1])
+	}
+	addrs, err := launch.FreeAddrs(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	getenv = envOf(envoyGatewayEnv(certs, xdsSrv.Addr, addrs[3]))
+	// 8081 and 8080 stand in for the test's ports, given as flags (which win).
+	o, err := parseFlags([]string{"-addr", addrs[0], "-rls-addr", addrs[1], "-http-addr", addrs[2]}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.gw.limits != "" || o.gw.xds.server != xdsSrv.Addr || !o.gw.rlsTLS || o.cfg.TLSCACertFile != certs+"/ca.crt" {
+		t.Fatalf("options: %+v, CA %q", o.gw, o.cfg.TLSCACertFile)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, o, slog.New(slog.DiscardHandler)) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+
+	envoy := ca.Client(t, "envoy")
+	clientTLS := &tls.Config{RootCAs: ca.Pool, ServerName: "localhost", Certificates: []tls.Certificate{envoy.TLS}}
+	web := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
+	poll.Until(t, 10*time.Second, "/healthcheck over TLS", func() bool {
+		resp, err := web.Get("https://" + addrs[2] + "/healthcheck")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	conn, err := grpc.NewClient(addrs[1], grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rls := pb.NewRateLimitServiceClient(conn)
+	req := &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: "ann"}}}}}
+	for i, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OK, pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
+		r, err := rls.ShouldRateLimit(ctx, req)
+		if err != nil || r.OverallCode != want {
+			t.Fatalf("call %d: %v %v, want %v", i+1, r, err, want)
+		}
+	}
+	resp, err := http.Get("http://" + addrs[3] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `rlserver_policy_loads_total{result="success"} 1`) {
+		t.Errorf("Prometheus on PROMETHEUS_ADDR lacks the xDS load:\n%.2000s", body)
+	}
+
+	xdsSrv.Set(t, "2", xdstest.Edge(10, rlsconf.RateLimitUnit_MINUTE))
+	poll.Until(t, time.Second, "version 2 in force within a second", func() bool {
+		r, err := rls.ShouldRateLimit(ctx, req)
+		return err == nil && r.OverallCode == pb.RateLimitResponse_OK
+	})
+}
+
+// copyFile copies src to dst.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err == nil {
+		err = os.WriteFile(dst, data, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
