@@ -9,6 +9,7 @@ require (
 	github.com/rlserver/rlserver v0.0.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/term v0.46.0
+	golang.org/x/time v0.16.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.84.0
 )
