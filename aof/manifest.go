@@ -153,12 +153,13 @@ func (m manifest) files() []part {
 
 // writeManifest replaces dir's manifest of name with m, atomically.
 func writeManifest(dir, name string, m manifest) error {
-	return writeAtomic(filepath.Join(dir, manifestName(name)), m.text())
+	return WriteFileAtomic(filepath.Join(dir, manifestName(name)), m.text())
 }
 
-// writeAtomic replaces path with data: a temporary file in the same directory,
-// synced, renamed over path, and the directory synced.
-func writeAtomic(path string, data []byte) error {
+// WriteFileAtomic replaces path with data durably, as the manifest is written: a
+// temporary file in the same directory, synced, renamed over path, and the
+// directory synced. A crash leaves the old file or the new, never a part.
+func WriteFileAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "temp-"+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
@@ -175,6 +176,18 @@ func writeAtomic(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// RemoveSynced removes path, if there, and syncs its directory, so that the removal
+// survives a crash.
+func RemoveSynced(path string) error {
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		return err
 	}
 	return syncDir(filepath.Dir(path))

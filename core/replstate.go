@@ -72,7 +72,7 @@ func (c *Core) loadReplState(loaded bool) (replication.Position, error) {
 		return replication.Position{}, fmt.Errorf("replica position: %w", err)
 	}
 	if c.cfg.ReplicaOf == "" || !loaded {
-		return replication.Position{}, removeSynced(path)
+		return replication.Position{}, aof.RemoveSynced(path)
 	}
 	f := strings.Fields(string(b))
 	var pos replication.Position
@@ -86,7 +86,7 @@ func (c *Core) loadReplState(loaded bool) (replication.Position, error) {
 	}
 	if len(f) != 3 || err != nil || len(pos.ReplID) != 40 || off < 0 || format < 0 {
 		c.log.Warn("replica position unreadable: the first sync is a full one", "file", path)
-		return replication.Position{}, removeSynced(path)
+		return replication.Position{}, aof.RemoveSynced(path)
 	}
 	pos.Offset, pos.Format = off, uint32(format)
 	c.repls.written, c.repls.durable = pos, pos
@@ -123,7 +123,7 @@ func (c *Core) forgetReplLocked() {
 	c.repls.durable = replication.Position{}
 	if c.repls.written != (replication.Position{}) {
 		c.repls.written = replication.Position{}
-		if err := removeSynced(c.replStatePath()); err != nil {
+		if err := aof.RemoveSynced(c.replStatePath()); err != nil {
 			c.log.Error("replica position: cannot remove its file", "err", err)
 		}
 	}
@@ -202,7 +202,7 @@ func (c *Core) saveReplState(l *aof.Log) {
 		return
 	}
 	text := fmt.Sprintf("%s %d %d\n", at.ReplID, at.Offset, at.Format)
-	if err := writeFileSynced(c.replStatePath(), []byte(text)); err != nil {
+	if err := aof.WriteFileAtomic(c.replStatePath(), []byte(text)); err != nil {
 		c.log.Warn("replica position: cannot write its file", "err", err)
 		return
 	}
@@ -222,49 +222,4 @@ func (c *Core) replStateLoop() {
 			c.saveReplState(c.AOF())
 		}
 	}
-}
-
-// writeFileSynced writes path atomically: a synced temporary file renamed over it,
-// the directory synced.
-func writeFileSynced(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// removeSynced removes path, if there, and syncs its directory.
-func removeSynced(path string) error {
-	if err := os.Remove(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir syncs a directory, so that a rename or removal in it is on disk.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

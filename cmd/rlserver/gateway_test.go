@@ -100,15 +100,7 @@ func TestGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, slog.New(slog.DiscardHandler)) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	ctx := runUntilEnd(t, o)
 	rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
 	defer rdb.Close()
 	tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)

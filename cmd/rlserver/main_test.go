@@ -216,3 +216,19 @@ func TestServeStops(t *testing.T) {
 		cancel()
 	}
 }
+
+// runUntilEnd runs the server of o until the test ends, failing the test if run returns an
+// error; the context is the server's.
+func runUntilEnd(t *testing.T, o options) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, o, slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	return ctx
+}

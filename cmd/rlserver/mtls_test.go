@@ -48,15 +48,7 @@ func startMTLS(t *testing.T, clients *testpki.CA, extra ...string) mtlsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, slog.New(slog.DiscardHandler)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
+	ctx := runUntilEnd(t, o)
 	plain := redis.NewClient(&redis.Options{Addr: addrs[0]})
 	defer plain.Close()
 	deadline := time.Now().Add(10 * time.Second)

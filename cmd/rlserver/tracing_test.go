@@ -73,7 +73,7 @@ func TestTracing(t *testing.T) {
 		t.Fatal(err)
 	}
 	go gs.Serve(ln)
-	defer gs.Stop()
+	t.Cleanup(gs.Stop) // after runUntilEnd's: the server flushes its spans as it stops
 	// The SDK reads its own OTEL_* variables from the process.
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
@@ -92,15 +92,7 @@ func TestTracing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, slog.New(slog.DiscardHandler)) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	ctx := runUntilEnd(t, o)
 	poll.Until(t, 10*time.Second, "/healthcheck", func() bool {
 		resp, err := http.Get("http://" + addrs[2] + "/healthcheck")
 		if err == nil {

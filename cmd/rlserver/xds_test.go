@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -70,15 +68,7 @@ func TestEnvoyGatewayEnv(t *testing.T) {
 	if o.gw.limits != "" || o.gw.xds.server != xdsSrv.Addr || !o.gw.rlsTLS || o.cfg.TLSCACertFile != certs+"/ca.crt" {
 		t.Fatalf("options: %+v, CA %q", o.gw, o.cfg.TLSCACertFile)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, slog.New(slog.DiscardHandler)) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	ctx := runUntilEnd(t, o)
 
 	envoy := ca.Client(t, "envoy")
 	clientTLS := &tls.Config{RootCAs: ca.Pool, ServerName: "localhost", Certificates: []tls.Certificate{envoy.TLS}}

@@ -201,32 +201,9 @@ func runPartition(t *testing.T, sys partSystem, min int) partFigures {
 		poll.Until(t, 10*time.Second, r.name+" link up", func() bool { return r.info("master_link_status") == "up" })
 	}
 	host, port, _ := net.SplitHostPort(set.primary.addr)
-	for i := range 3 {
-		// announce-ip: a Sentinel would announce the address it reaches the primary
-		// from (ns.hostIP), where it does not listen.
-		p, err := launch.Sentinel(t.TempDir(), fmt.Sprintf("sentinel monitor mymaster %s %s 2\n"+
-			"sentinel down-after-milliseconds mymaster %d\n"+
-			"sentinel failover-timeout mymaster 10000\n"+
-			"sentinel parallel-syncs mymaster 2\n"+
-			"sentinel announce-ip 127.0.0.1\n%s", host, port, partDown.Milliseconds(), sys.sentinel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &haNode{t: t, name: "sentinel" + strconv.Itoa(i), addr: p.Addr, spec: launch.Spec{Log: p.LogPath}}
-		s.up(p)
-		t.Cleanup(s.kill)
-		set.sentinels = append(set.sentinels, s)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range append(append([]*haNode{set.primary}, set.replicas...), set.sentinels...) {
-				t.Logf("%s's log (%s), its end:\n%s", n.name, n.addr, n.logTail())
-			}
-		}
-	})
-	for _, s := range set.sentinels {
-		testenv.WaitSentinel(t, s.rdb, "mymaster", 2, 2)
-	}
+	// announce-ip: a Sentinel would announce the address it reaches the primary from
+	// (ns.hostIP), where it does not listen.
+	set.startSentinels(t, host, port, partDown, "sentinel announce-ip 127.0.0.1\n"+sys.sentinel)
 	for _, n := range append([]*haNode{set.primary}, set.replicas...) {
 		if err := sys.prepare(ctx, n.rdb); err != nil {
 			t.Fatal(err)

@@ -151,11 +151,20 @@ func startHAWith(t testing.TB, sentinels bool, auth haAuth) *haSet {
 		return set
 	}
 	host, port, _ := net.SplitHostPort(set.primary.addr)
+	set.startSentinels(t, host, port, time.Second, auth.sentinel)
+	return set
+}
+
+// startSentinels starts 3 Sentinels watching the primary at host:port as mymaster,
+// down after downAfter, extra appended to their configuration, and waits until each
+// knows the 2 replicas and 2 other Sentinels. Their logs' ends are logged if t fails.
+func (set *haSet) startSentinels(t testing.TB, host, port string, downAfter time.Duration, extra string) {
+	t.Helper()
 	for i := range 3 {
 		p, err := launch.Sentinel(t.TempDir(), fmt.Sprintf("sentinel monitor mymaster %s %s 2\n"+
-			"sentinel down-after-milliseconds mymaster 1000\n"+
+			"sentinel down-after-milliseconds mymaster %d\n"+
 			"sentinel failover-timeout mymaster 10000\n"+
-			"sentinel parallel-syncs mymaster 2\n%s", host, port, auth.sentinel))
+			"sentinel parallel-syncs mymaster 2\n%s", host, port, downAfter.Milliseconds(), extra))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +183,6 @@ func startHAWith(t testing.TB, sentinels bool, auth haAuth) *haSet {
 	for _, s := range set.sentinels {
 		testenv.WaitSentinel(t, s.rdb, "mymaster", 2, 2)
 	}
-	return set
 }
 
 // settledPrimary waits until every Sentinel names the same replica, which says it
