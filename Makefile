@@ -109,14 +109,17 @@ soak:
 	RLSERVER_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -timeout 5m -v ./cmd/rlserver/
 
 # The lesson's lab, rlserver and Redis + Lua side by side, on servers rlbench starts;
-# tables on stdout, JSON, PNG charts and summary.md in results/.
+# tables on stdout, JSON, PNG charts and summary.md in results/; then the lesson-002
+# figures beside golang.org/x/time/rate (results/burst.json).
 experiments:
 	$(RLBENCH) -start -out $(CURDIR)/results all
+	$(RLBENCH) burst -out $(CURDIR)/results
 
 # The lesson's overload experiment (docs/overload.md): an app of 8 workers × 10 ms
 # offered 0.5x to 3x its capacity, 20% critical, with no shedding, a static limit,
-# failsafe-go's adaptive limiter and package shed in turn, each cell a fresh app
-# process on loopback (about 75 s). The last line is the headline.
+# failsafe-go's adaptive limiter, package shed, and three replicas sharing an
+# RL.ACQUIRE limit with 20% reserved for critical in turn, each cell fresh app
+# processes on loopback (about 95 s). The last line is the headline.
 bench-overload:
 	$(RLBENCH) overload
 

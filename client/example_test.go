@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -233,4 +234,61 @@ func ExamplePriorities() {
 	// batch    allowed=true remaining=0
 	// batch    allowed=false remaining=0
 	// critical allowed=true remaining=4
+}
+
+// Allow decides one request. Unlike go-redis/redis_rate's, RetryAfter is 0 (not −1)
+// when allowed: test Allowed.
+func ExampleClient_Allow() {
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	limit := client.GCRA(2, time.Second, 2) // 2 a second, bursts of 2
+	for range 3 {
+		res, err := c.Allow(context.Background(), "user:42", limit)
+		if err != nil {
+			log.Fatal(err) // errors.Is(err, client.ErrUnavailable): fail open or closed
+		}
+		fmt.Printf("allowed=%v remaining=%d retry after %v\n", res.Allowed, res.Remaining, res.RetryAfter)
+	}
+	// Output:
+	// allowed=true remaining=1 retry after 0s
+	// allowed=true remaining=0 retry after 0s
+	// allowed=false remaining=0 retry after 500ms
+}
+
+// With Options.Fallback, a Client whose server is down (here, an address that
+// refuses connections) goes on deciding in-process at this replica's share of the
+// limit (1 of 2 replicas: 2 of 4), and says so in Degraded; its circuit breaker
+// stops calling the server after a few failures, until a probe finds it back.
+// Without it, the call returns ErrUnavailable, for the caller to fail open or closed.
+func ExampleFallback() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	down := "redis://" + ln.Addr().String() + "/"
+	ln.Close()
+
+	c, err := client.Open(down, client.Options{Fallback: &client.Fallback{Replicas: 2}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	for range 3 {
+		res, err := c.Allow(context.Background(), "user:42", client.Token(4, time.Hour))
+		fmt.Println(res.Allowed, res.Degraded, err)
+	}
+	bare, err := client.Open(down)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer bare.Close()
+	_, err = bare.Allow(context.Background(), "user:42", client.Token(4, time.Hour))
+	fmt.Println(errors.Is(err, client.ErrUnavailable))
+	// Output:
+	// true true <nil>
+	// true true <nil>
+	// false true <nil>
+	// true
 }

@@ -115,10 +115,3 @@ func (c *Core) closeAOF() error {
 	}
 	return l.Close()
 }
-
-// afterFullSync rewrites the log of a replica that loaded its primary's snapshot.
-func (c *Core) afterFullSync() {
-	if l := c.aof.log.Load(); l != nil {
-		l.Schedule()
-	}
-}

@@ -133,6 +133,7 @@ type Core struct {
 
 	persist persistence // snapshot.go
 	aof     appendOnly  // aof.go
+	repls   replState   // replstate.go
 
 	roleMu sync.Mutex
 	onRole []func(primary bool)
@@ -190,13 +191,6 @@ func New(cfg Config) (*Core, error) {
 	c.clock.real()
 	c.tun.Store(initialTunables(cfg))
 	c.persist.retick = make(chan struct{}, 1)
-	if c.repl, err = replication.New(replication.Config{Store: st, Now: c.clock.Now, Logger: cfg.Logger,
-		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser, BacklogSize: cfg.ReplBacklogSize,
-		ListenPort: func() int { return int(c.port.Load()) }, OnRoleChange: c.roleChanged,
-		OnFullSync: c.afterFullSync}); err != nil {
-		return nil, err
-	}
-	c.reg = newRegistry(c)
 	if c.aof.cfg = cfg.AOF; c.aof.cfg.Dir == "" {
 		c.aof.cfg.Dir = aof.DefaultDir
 	}
@@ -214,6 +208,19 @@ func New(cfg Config) (*Core, error) {
 			return nil, err
 		}
 	}
+	resume, err := c.loadReplState(loaded)
+	if err != nil {
+		return nil, err
+	}
+	c.OnRoleChange(c.replRoleChanged)
+	if c.repl, err = replication.New(replication.Config{Store: st, Now: c.clock.Now, Logger: cfg.Logger,
+		ReplicaOf: cfg.ReplicaOf, MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser, BacklogSize: cfg.ReplBacklogSize,
+		ListenPort: func() int { return int(c.port.Load()) }, OnRoleChange: c.roleChanged,
+		BeforeFullSync: c.beforeFullSync, OnFullSync: c.afterFullSync, Resume: resume,
+		OnApplied: c.replApplied, Synced: c.replSynced}); err != nil {
+		return nil, err
+	}
+	c.reg = newRegistry(c)
 	if cfg.AppendOnly {
 		if err := c.openAOF(); err != nil {
 			return nil, err
@@ -231,9 +238,10 @@ func (c *Core) Start() {
 		return
 	}
 	c.started = true
-	c.loops.Add(2)
+	c.loops.Add(3)
 	go c.expireLoop()
 	go c.snapshotLoop()
+	go c.replStateLoop()
 	c.repl.Start()
 }
 
@@ -254,7 +262,10 @@ func (c *Core) Close() error {
 	c.mu.Unlock()
 	c.repl.Stop()
 	c.loops.Wait()
-	return errors.Join(c.finalSave(), c.closeAOF())
+	l := c.AOF()
+	err := errors.Join(c.finalSave(), c.closeAOF())
+	c.saveReplState(l) // the log is synced to its end: the last position holds
+	return err
 }
 
 // expireLoop removes keys whose state became fresh, so that memory returns by

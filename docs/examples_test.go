@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/middleware"
+	"github.com/rlserver/rlserver/middleware/middlewaremetrics"
 )
 
 // The Go snippets of go-client.md, ha.md and scaling.md, so that go vet and go test
@@ -94,7 +97,7 @@ func Example_middleware() {
 			{Name: "ip", By: middleware.ByIP, Limit: client.GCRA(20, time.Second, 40)},
 			{Name: "user", By: middleware.ByUser, Limit: client.Token(500, time.Second)},
 		},
-		Concurrency:    &middleware.Concurrency{Name: "inflight", By: middleware.ByUser, Limit: 4, Lease: 30 * time.Second},
+		Concurrency:    &middleware.Concurrency{Name: "inflight", By: middleware.ByUser, Limit: 4, Lease: 5 * time.Second},
 		TrustedProxies: []string{"10.0.0.0/8"},
 	})
 	if err != nil {
@@ -102,6 +105,45 @@ func Example_middleware() {
 	}
 	mux.Handle("GET /search", lim.Handler(search))
 	log.Fatal(http.ListenAndServe("127.0.0.1:8000", mux))
+}
+
+// A route's own limits on the one Limiter: /report adds its Optional dimension and
+// concurrency limit to the user's and the IP's, decided in the same call.
+func Example_routes() {
+	rl, err := client.Open("redis://127.0.0.1:6380/")
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	report := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	lim, err := middleware.New(middleware.Config{
+		Client: rl,
+		User:   func(r *http.Request) string { return r.Header.Get("X-User-ID") },
+		Dimensions: []middleware.Dimension{
+			{Name: "user", By: middleware.ByUser, Limit: client.Token(5, 10*time.Second)},
+			{Name: "ip", By: middleware.ByIP, Limit: client.Fixed(20, time.Minute)},
+			{Name: "report", By: middleware.ByUser, Limit: client.Fixed(10, time.Hour), Optional: true},
+		},
+		Concurrency: &middleware.Concurrency{Name: "report-inflight", By: middleware.ByRoute, Limit: 2,
+			Lease: 5 * time.Second, Optional: true}, // renewed while the request runs
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	reports, err := lim.With("report", "report-inflight") // an unknown name is an error here
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux.Handle("GET /report", reports.Handler(report))
+	mux.Handle("/", lim.Handler(app))
+	prometheus.MustRegister(middlewaremetrics.New(lim, "api")) // lim's Stats, reports' included
+	log.Fatal(http.ListenAndServe("127.0.0.1:8000", mux))
+}
+
+// go-redis's dial failures, quieted for the whole process: no option of one client can.
+func Example_quietRedis() {
+	redis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial"})) // or &logging.VoidLogger{}
 }
 
 // ha.md: the client behind Redis Sentinel, on rlserver and on Redis or Valkey.

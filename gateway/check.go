@@ -36,6 +36,7 @@ func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.count("check", nil, pb.RateLimitResponse_Code(resp.Overall))
+	annotate(r.Context(), req.Domain, len(req.Descriptors), pb.RateLimitResponse_Code(resp.Overall).String())
 	refused := resp.Overall == policy.CodeOverLimit && !s.cfg.ShadowMode
 	s.checkNames.Answer(w.Header(), resp.Statuses, refused)
 	switch {

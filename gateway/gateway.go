@@ -27,6 +27,10 @@ import (
 	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/policy/config"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -89,6 +93,10 @@ type Config struct {
 	// ShadowMode answers OK overall whatever the descriptors (envoyproxy/ratelimit's
 	// SHADOW_MODE); statuses still say OVER_LIMIT.
 	ShadowMode bool
+	// TracerProvider, when set, traces every ShouldRateLimit, /json and /check call
+	// (health checks aside), continuing the caller's W3C trace context (gRPC metadata,
+	// HTTP headers); nil: nothing traced, nothing spent on it.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the gRPC and HTTP front. Serve its listeners with ServeGRPC and
@@ -144,6 +152,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
+	if tp := cfg.TracerProvider; tp != nil {
+		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp),
+			otelgrpc.WithPropagators(propagation.TraceContext{}), otelgrpc.WithFilter(filters.Not(filters.HealthCheck())))))
+	}
 	s.grpc = grpc.NewServer(opts...)
 	desc := pb.RateLimitService_ServiceDesc
 	desc.Methods = []grpc.MethodDesc{{MethodName: "ShouldRateLimit", Handler: shouldRateLimitHandler}}
@@ -151,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
-	s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: readTimeout, ReadTimeout: readTimeout, TLSConfig: cfg.TLS}
+	s.http = &http.Server{Handler: s.tracedHTTP(s.httpHandler()), ReadHeaderTimeout: readTimeout, ReadTimeout: readTimeout, TLSConfig: cfg.TLS}
 	s.followRole()
 	go s.watchRole()
 	return s, nil

@@ -18,7 +18,7 @@ import (
 type grpcService Server
 
 // ShouldRateLimit decides one request.
-func (g *grpcService) ShouldRateLimit(_ context.Context, in *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+func (g *grpcService) ShouldRateLimit(ctx context.Context, in *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	s := (*Server)(g)
 	out, err := s.decide(in)
 	if err != nil {
@@ -26,6 +26,7 @@ func (g *grpcService) ShouldRateLimit(_ context.Context, in *pb.RateLimitRequest
 		return nil, grpcError(err)
 	}
 	s.count("grpc", nil, out.OverallCode)
+	annotate(ctx, in.GetDomain(), len(in.GetDescriptors()), out.OverallCode.String())
 	return out, nil
 }
 

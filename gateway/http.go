@@ -46,6 +46,7 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.count("http", nil, out.OverallCode)
+	annotate(r.Context(), in.GetDomain(), len(in.GetDescriptors()), out.OverallCode.String())
 	js, err := protojson.Marshal(out)
 	if err != nil {
 		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)

@@ -60,13 +60,19 @@ type RateLimit struct {
 	// Timeout is the budget of the limiter call; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// FailClosed refuses calls when the limiter fails (RESOURCE_EXHAUSTED, pushback
-	// 1 s); by default they are served.
+	// 1 s); by default they are served. Either way a circuit breaker (the Client's
+	// Fallback's, or else a client.Breaker with the defaults) stops calling a limiter
+	// that failed client.DefaultFailures times in a row, so that an outage costs one
+	// Timeout per pause, not one per call.
 	FailClosed bool
 }
 
 // RateLimiter applies a RateLimit to gRPC calls. It is safe for concurrent use.
 type RateLimiter struct {
 	cfg RateLimit
+	// breaker spares the calls, and their timeouts, while the limiter is down; nil
+	// when the Client has a Fallback, whose own breaker does that.
+	breaker *client.Breaker
 }
 
 // NewRateLimiter validates cfg and returns a RateLimiter.
@@ -83,7 +89,11 @@ func NewRateLimiter(cfg RateLimit) (*RateLimiter, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	return &RateLimiter{cfg: cfg}, nil
+	r := &RateLimiter{cfg: cfg}
+	if !cfg.Client.HasFallback() {
+		r.breaker, _ = client.NewBreaker(client.Fallback{}) // the defaults are valid
+	}
+	return r, nil
 }
 
 // Limit decides the call ctx carries (grpc.Method(ctx) is its method): nil to serve
@@ -106,7 +116,17 @@ func (r *RateLimiter) decide(ctx context.Context, method string) (time.Duration,
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	res, err := r.cfg.Client.Allow(cctx, key, r.cfg.Limit)
+	var res client.Result
+	call := func(ctx context.Context) (err error) {
+		res, err = r.cfg.Client.Allow(ctx, key, r.cfg.Limit)
+		return err
+	}
+	var err error
+	if r.breaker != nil {
+		err = r.breaker.Do(cctx, call)
+	} else {
+		err = call(cctx)
+	}
 	switch {
 	case err != nil && r.cfg.FailClosed:
 		return time.Second, fmt.Errorf("%w: limiter failed, refused (FailClosed): %w", ErrLimited, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/rlserver/rlserver/client"
@@ -38,6 +39,9 @@ type Dimension struct {
 	By Keys
 	// Limit is the limit of each key.
 	Limit client.Limit
+	// Optional dimensions apply only where Limiter.With names them (a route's own
+	// limit); the others to every request.
+	Optional bool
 }
 
 // Concurrency limits the requests in flight per key, keyed by what By says, as a
@@ -49,10 +53,20 @@ type Concurrency struct {
 	By Keys
 	// Limit is the most requests of one key served at once.
 	Limit int
-	// Lease is how long a request's place lasts if it is never given back (its
-	// instance died): a whole number of milliseconds, longer than the slowest request.
-	// A request that runs longer is still served, but its place may be taken.
+	// Lease is the longest a place outlives its request's instance (a crash): a
+	// whole number of milliseconds, a few seconds at most. While the request runs the
+	// middleware renews its lease every Renew, each time to end when the handler is
+	// expected to return (a running mean of its last requests' times, at least 2
+	// Renews away, at most Lease): a refused request is told when the earliest place
+	// will really free, not the lease's length. The mean is kept per Handler call:
+	// wrap each slow route on its own, not a whole ServeMux, for a precise wait.
 	Lease time.Duration
+	// Renew is the time between renewals, at most Lease; 0 means DefaultRenew, or
+	// Lease/2 for a Lease under 2 s. Each renewal is one call (RL.RENEW).
+	Renew time.Duration
+	// Optional limits apply only where Limiter.With names them; the others to every
+	// request.
+	Optional bool
 }
 
 // Config configures a Limiter. Client is required, and Dimensions, Concurrency or Policy;
@@ -153,7 +167,7 @@ func New(cfg Config) (*Limiter, error) {
 	if len(cfg.Dimensions) == 0 && cfg.Concurrency == nil && cfg.Policy == nil {
 		return nil, errors.New("middleware: Config.Dimensions is empty, and Config.Concurrency and Config.Policy nil: nothing to limit")
 	}
-	l := &Limiter{
+	l := &limiterState{
 		client:      cfg.Client,
 		user:        cfg.User,
 		route:       cfg.Route,
@@ -209,23 +223,17 @@ func New(cfg Config) (*Limiter, error) {
 		if err := d.Limit.Validate(); err != nil {
 			return nil, fmt.Errorf("middleware: dimension %q: %w", d.Name, err)
 		}
-		l.needs |= d.By
-		l.dims = append(l.dims, dimension{Dimension: d, prefix: prefix + d.Name + ":",
+		l.every = append(l.every, dimension{Dimension: d, prefix: prefix + d.Name + ":",
 			policy: policyItem(d), item: `"` + d.Name + `";r=`})
 	}
 	if c := cfg.Concurrency; c != nil {
 		if err := checkKeyed("concurrency", c.Name, c.By, seen, cfg.User != nil); err != nil {
 			return nil, err
 		}
-		switch {
-		case c.Limit < 1:
-			return nil, fmt.Errorf("middleware: concurrency %q: Limit must be at least 1, got %d", c.Name, c.Limit)
-		case c.Lease < time.Millisecond || c.Lease > maxLease || c.Lease%time.Millisecond != 0:
-			return nil, fmt.Errorf("middleware: concurrency %q: Lease must be a whole number of milliseconds from 1ms to %v, got %v",
-				c.Name, maxLease, c.Lease)
+		var err error
+		if l.everyConc, err = newConcurrency(*c, prefix); err != nil {
+			return nil, err
 		}
-		l.needs |= c.By
-		l.conc = &concurrency{Concurrency: *c, prefix: prefix + c.Name + ":"}
 	}
 	for _, p := range cfg.TrustedProxies {
 		cidr, err := httpdesc.ParsePrefix(p)
@@ -241,7 +249,59 @@ func New(cfg Config) (*Limiter, error) {
 	for _, p := range health {
 		l.health[p] = true
 	}
-	return l, nil
+	lim := &Limiter{limiterState: l}
+	for _, d := range l.every {
+		if !d.Optional {
+			lim.add(d)
+		}
+	}
+	if l.everyConc != nil && !l.everyConc.Optional {
+		lim.conc = l.everyConc
+		lim.needs |= lim.conc.By
+	}
+	return lim, nil
+}
+
+// add makes d one of the dimensions l decides.
+func (l *Limiter) add(d dimension) {
+	l.dims = append(l.dims, d)
+	l.needs |= d.By
+}
+
+// With returns a Limiter that decides, in the one call, the dimensions l decides and
+// the Optional dimensions (or Optional concurrency limit) named: a route's own limits,
+//
+//	report, err := lim.With("report")
+//	mux.Handle("GET /report", report.Handler(reportHandler))
+//
+// so that a request is answered once, by whichever limit refuses it, rather than by
+// two Limiters stacked. The new Limiter shares l's Client, breaker, Stats and log
+// lines. A name that is no Optional dimension or concurrency limit of the Config, or
+// one l applies already, is an error.
+func (l *Limiter) With(names ...string) (*Limiter, error) {
+	if l.policy != nil {
+		return nil, errors.New("middleware: With: a Limiter on Config.Policy takes its limits from rlserver's policy")
+	}
+	w := &Limiter{limiterState: l.limiterState, dims: slices.Clone(l.dims), conc: l.conc, needs: l.needs}
+	for _, name := range names {
+		if c := l.everyConc; c != nil && c.Name == name {
+			if !c.Optional || w.conc != nil {
+				return nil, fmt.Errorf("middleware: With(%q): the concurrency limit applies here already", name)
+			}
+			w.conc = c
+			w.needs |= c.By
+			continue
+		}
+		i := slices.IndexFunc(l.every, func(d dimension) bool { return d.Name == name })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("middleware: With(%q): no dimension or concurrency limit of that name", name)
+		case !l.every[i].Optional || slices.ContainsFunc(w.dims, func(d dimension) bool { return d.Name == name }):
+			return nil, fmt.Errorf("middleware: With(%q): the dimension applies here already", name)
+		}
+		w.add(l.every[i])
+	}
+	return w, nil
 }
 
 // Bounds of the configuration: RL.ALL's rules, RL.ACQUIRE's lease_ms.

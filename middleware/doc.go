@@ -13,11 +13,15 @@
 //
 // Config.Concurrency adds a limit on the requests in flight per key (client.Acquire,
 // RL.ACQUIRE): a request the rate limits admit takes a lease, and gives it back when
-// the handler returns (or panics). A lease ends by itself after Concurrency.Lease,
-// so an instance that dies mid-request does not keep its places. When every place is
-// taken the request gets a 429 whose body says "concurrency_limited", with the time
-// until the earliest lease ends. The rate dimensions have consumed the request's
-// units by then: RL.ALL cannot take a lease.
+// the handler returns (or panics). While the handler runs, the middleware renews the
+// lease (RL.RENEW, every Concurrency.Renew) to end when the handler is expected to
+// return, by the running mean of its last requests' times, but never more than
+// Concurrency.Lease ahead: an instance that dies mid-request keeps its place for at
+// most one Lease. When every place is taken the request gets a 429 whose body says
+// "concurrency_limited", with the time until the earliest lease ends: when the
+// earliest place is expected to free, not the Lease's length (Retry-After rounded to
+// the nearest second, it being an estimate). The rate dimensions have consumed the
+// request's units by then: RL.ALL cannot take a lease.
 //
 // A denied request gets:
 //
@@ -33,18 +37,34 @@
 //	{"error":"rate_limited","retryAfterMs":2}
 //
 // The body holds the exact wait in ms: Retry-After cannot say less than a second, and
-// clients all told "1" would all come back at the same instant. The X-RateLimit
-// fields are the denying dimension's (of several, the one with the longest wait: the
-// request passes only when all admit). An allowed request carries the same
-// informational headers, those of its most restrictive dimension (the least
+// clients all told "1" would all come back at the same instant. A denied request
+// carries the figures of the one limit that denied it (of several, the one with the
+// longest wait: the request passes only when all admit), never a mix of two limits':
+// the others consumed nothing. An allowed request carries the same informational
+// headers, X-RateLimit-* those of its most restrictive dimension (the least
 // remaining). RateLimit-Policy and RateLimit follow the IETF draft
-// (draft-ietf-httpapi-ratelimit-headers-11, structured fields): one item per dimension,
-// named by the dimension, with q the limit's quota (client.Limit.Quota) and w its
-// window in seconds (left out when the window is not whole seconds: the field has no
-// finer unit); r the remaining quota and t the seconds until it is full again, or,
-// for a dimension that denied, until the request may be retried, as the draft asks
-// (Retry-After is never earlier than the end of t). On a denied request, a dimension
-// that admitted shows the r it would have left, had the request passed.
+// (draft-ietf-httpapi-ratelimit-headers-11, structured fields): one item per dimension
+// that applies (only the denying one's on a 429), named by the dimension, with q the
+// limit's quota (client.Limit.Quota) and w its window in seconds (left out when the
+// window is not whole seconds: the field has no finer unit); r the remaining quota
+// and t the seconds until it is full again, or, for a dimension that denied, until
+// the request may be retried, as the draft asks (Retry-After is never earlier than
+// the end of t).
+//
+// A route's own limit is an Optional dimension that Limiter.With adds, so one
+// Limiter decides it with the others, in the same call:
+//
+//	lim, err := middleware.New(middleware.Config{Client: rl, User: userOf, Dimensions: []middleware.Dimension{
+//		{Name: "user", By: middleware.ByUser, Limit: client.Token(5, 10*time.Second)},
+//		{Name: "ip", By: middleware.ByIP, Limit: client.Fixed(20, time.Minute)},
+//		{Name: "report", By: middleware.ByUser, Limit: client.Fixed(10, time.Hour), Optional: true},
+//	}})
+//	report, err := lim.With("report") // an unknown name is an error here
+//	mux.Handle("GET /report", report.Handler(reportHandler))
+//	mux.Handle("/", lim.Handler(app))
+//
+// Two Limiters stacked also work (the inner's refusal wipes the outer's figures), but
+// they make two calls and count a request the inner one refuses in the outer's limits.
 //
 // Config.Policy takes the limits from the policy rlserver runs with (-limits) instead of
 // Dimensions: a domain and descriptors in the words of rlserver's /check query

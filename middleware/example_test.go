@@ -1,8 +1,13 @@
 package middleware_test
 
 import (
+	"fmt"
 	"log"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
@@ -26,4 +31,100 @@ func ExampleConfig_policy() {
 	}
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	log.Fatal(http.ListenAndServe(":8000", lim.Handler(app)))
+}
+
+// frozen is a clock that never moves, so that the examples' output is repeatable.
+// Leave EmbeddedOptions.Clock nil for the real time.
+func frozen() time.Time { return time.Unix(1_750_000_020, 0) }
+
+// A route's own limit on the one Limiter: /report is limited by the user's, the IP's
+// and its own limit, decided in one call, and a refusal shows the refusing limit's
+// figures only. An embedded client, for the example to run; client.Open on rlserver.
+func ExampleLimiter_With() {
+	rl, err := client.NewEmbedded(client.EmbeddedOptions{Clock: frozen})
+	if err != nil {
+		log.Fatal(err)
+	}
+	lim, err := middleware.New(middleware.Config{
+		Client: rl,
+		User:   func(r *http.Request) string { return r.Header.Get("X-User") },
+		Dimensions: []middleware.Dimension{
+			{Name: "user", By: middleware.ByUser, Limit: client.Token(5, 10*time.Second)},
+			{Name: "ip", By: middleware.ByIP, Limit: client.Fixed(20, time.Minute)},
+			{Name: "report", By: middleware.ByUser, Limit: client.Fixed(1, 30*time.Second), Optional: true},
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	report, err := lim.With("report") // a name that is no Optional dimension: an error here
+	if err != nil {
+		log.Fatal(err)
+	}
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux := http.NewServeMux()
+	mux.Handle("GET /report", report.Handler(app))
+	mux.Handle("/", lim.Handler(app))
+
+	for _, path := range []string{"/report", "/report", "/home"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("X-User", "alice")
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		fmt.Printf("%s %d Retry-After=%q RateLimit: %s\n", path, rec.Code, rec.Header().Get("Retry-After"), rec.Header().Get("RateLimit"))
+	}
+	// Output:
+	// /report 200 Retry-After="" RateLimit: "user";r=4;t=2, "ip";r=19;t=60, "report";r=0;t=30
+	// /report 429 Retry-After="30" RateLimit: "report";r=0;t=30
+	// /home 200 Retry-After="" RateLimit: "user";r=3;t=4, "ip";r=18;t=60
+}
+
+// The fallback modes, with the limiter down (its address refuses connections). Open
+// serves, closed refuses with Retry-After: 1, local goes on limiting in-process at
+// this replica's share (here 1 of 2 replicas: 2 of the limit's 4). In every mode a
+// circuit breaker stops calling the dead limiter after a few failures, so that the
+// outage costs one timeout per pause, not one per request.
+func ExampleFallback() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	down := "redis://" + ln.Addr().String() + "/"
+	ln.Close()
+
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	for _, mode := range []middleware.Fallback{middleware.FallbackOpen, middleware.FallbackClosed, middleware.FallbackLocal} {
+		var opts client.Options
+		if mode == middleware.FallbackLocal {
+			opts.Fallback = &client.Fallback{Replicas: 2} // what deciding locally needs
+		}
+		rl, err := client.Open(down, opts)
+		if err != nil {
+			log.Fatal(err)
+		}
+		lim, err := middleware.New(middleware.Config{
+			Client:     rl,
+			Fallback:   mode,
+			Logger:     slog.New(slog.DiscardHandler), // a line per LogInterval, else
+			Dimensions: []middleware.Dimension{{Name: "ip", By: middleware.ByIP, Limit: client.Token(4, time.Hour)}},
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Print(mode, ":")
+		for range 3 {
+			rec := httptest.NewRecorder()
+			lim.Handler(app).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+			fmt.Print(" ", rec.Code)
+			if ra := rec.Header().Get("Retry-After"); ra != "" {
+				fmt.Print(" (Retry-After: ", ra, ")")
+			}
+		}
+		fmt.Println()
+		rl.Close()
+	}
+	// Output:
+	// open: 200 200 200
+	// closed: 429 (Retry-After: 1) 429 (Retry-After: 1) 429 (Retry-After: 1)
+	// local: 200 200 429 (Retry-After: 1800)
 }

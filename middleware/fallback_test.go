@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/testenv"
@@ -97,37 +96,5 @@ func TestFallbackConfig(t *testing.T) {
 		if _, err := middleware.New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New: %v, want %q", err, c.want)
 		}
-	}
-}
-
-// TestMetrics: a Limiter is a Prometheus collector of its Stats, local decisions included.
-func TestMetrics(t *testing.T) {
-	lim, err := middleware.New(middleware.Config{
-		Client: fallbackClient(t, 2), User: userParam, Fallback: middleware.FallbackLocal, Logger: slog.New(slog.DiscardHandler),
-		Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Log(2, time.Hour)}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{"/x?user=u", "/x?user=u", "/healthz"} {
-		lim.Handler(ok).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
-	}
-	want := `
-# HELP rlserver_middleware_degraded_total Requests decided in-process at this replica's share because the limiter was unreachable (FallbackLocal).
-# TYPE rlserver_middleware_degraded_total counter
-rlserver_middleware_degraded_total 2
-# HELP rlserver_middleware_requests_total Requests the rate-limiting middleware has seen, by outcome: allowed, limited (a dimension denied), busy (no concurrency place), bypassed (health checks) or failed (the limiter failed).
-# TYPE rlserver_middleware_requests_total counter
-rlserver_middleware_requests_total{outcome="allowed"} 1
-rlserver_middleware_requests_total{outcome="busy"} 0
-rlserver_middleware_requests_total{outcome="bypassed"} 1
-rlserver_middleware_requests_total{outcome="failed"} 0
-rlserver_middleware_requests_total{outcome="limited"} 1
-`
-	if err := testutil.CollectAndCompare(lim, strings.NewReader(want)); err != nil {
-		t.Error(err)
-	}
-	if problems, err := testutil.CollectAndLint(lim); err != nil || len(problems) > 0 {
-		t.Errorf("lint: %v %v", problems, err)
 	}
 }

@@ -53,6 +53,17 @@ func setHeaders(h http.Header, policies []string, answers []decided, shown decid
 	h.Set("RateLimit", b.String())
 }
 
+// informational are the headers setHeaders writes.
+var informational = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
+
+// clearInformational removes the headers setHeaders wrote, for a refusal by another
+// limit: a response carries one limit's figures, never a mix.
+func clearInformational(h http.Header) {
+	for _, name := range informational {
+		h.Del(name)
+	}
+}
+
 // writeDenied writes the 429 and its body, with the error code ("rate_limited",
 // "concurrency_limited") and retry rounded up to the ms.
 func writeDenied(w http.ResponseWriter, code string, retry time.Duration) {

@@ -16,11 +16,20 @@ import (
 
 // Limiter is the middleware: wrap handlers with Handler. It is safe for concurrent use.
 type Limiter struct {
+	*limiterState // shared with the Limiters that With makes of it
+
+	dims  []dimension  // the dimensions this Limiter decides
+	conc  *concurrency // nil if no concurrency limit applies here
+	needs Keys         // the key parts dims and conc are made of
+}
+
+// limiterState is what a Limiter and the Limiters With makes of it share: the
+// configuration, the breaker, the counts and the log's pace.
+type limiterState struct {
 	client      *client.Client
-	dims        []dimension
-	conc        *concurrency // nil without Config.Concurrency
+	every       []dimension  // Config.Dimensions, Optional ones included
+	everyConc   *concurrency // Config.Concurrency
 	policy      *policyRules // nil without Config.Policy
-	needs       Keys
 	user        func(*http.Request) string
 	route       func(*http.Request) string
 	trusted     []netip.Prefix
@@ -60,12 +69,6 @@ func (t *logThrottle) due(now int64, total uint64, interval time.Duration) (uint
 	return total - t.logged.Swap(total), true
 }
 
-// concurrency is Config.Concurrency with its key prefix made once.
-type concurrency struct {
-	Concurrency
-	prefix string // Config.Prefix + Name + ":"
-}
-
 // dimension is a Dimension with its header text made once.
 type dimension struct {
 	Dimension
@@ -100,7 +103,8 @@ func (l *Limiter) Stats() Stats {
 
 // Handler returns next behind the limiter.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, next) })
+	var took estimate // next's running time, for its concurrency leases
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, next, &took) })
 }
 
 // decided is one dimension's answer to a request.
@@ -109,7 +113,7 @@ type decided struct {
 	res client.Result
 }
 
-func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handler, took *estimate) {
 	if l.health[r.URL.Path] {
 		l.bypassed.Add(1)
 		next.ServeHTTP(w, r)
@@ -177,6 +181,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	if failure != nil {
 		l.fail(r, failure)
 		if l.fallback == FallbackClosed {
+			clearInformational(h)
 			h.Set("Retry-After", "1")
 			writeDenied(w, "rate_limited", time.Second)
 			return
@@ -184,7 +189,9 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	}
 	if denied, ok := longestDenial(answers); ok {
 		l.limited.Add(1)
-		setHeaders(h, policies, answers, denied)
+		// The refusing dimension's figures only: the others' r would be what they
+		// would have left had the request passed, and it consumed nothing there.
+		setHeaders(h, []string{denied.dim.policy}, []decided{denied}, denied)
 		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(denied.res.RetryAfter, time.Second)), 10))
 		writeDenied(w, "rate_limited", denied.res.RetryAfter)
 		return
@@ -199,15 +206,21 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	}
 	failed := failure != nil // and served: fail open
 	if l.conc != nil && !failed {
+		start := l.now()
 		var lease *client.Lease
 		var answered bool
-		if lease, failed, answered = l.acquire(ctx, w, r, user, ip, route, degraded); answered {
+		if lease, failed, answered = l.acquire(ctx, w, r, user, ip, route, degraded, took.lease(l.conc, 0)); answered {
 			return
 		}
+		stop := l.keep(lease, start, took)
 		// Given back however the handler ends, a panic included, on a context of its
 		// own: the request's may be done. A failed release is not retried, nor
 		// counted (the request already is): the lease ends by itself at its deadline.
 		defer func() {
+			stop()
+			if lease != nil {
+				took.observe(l.now().Sub(start))
+			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), l.timeout)
 			defer cancel()
 			lease.Release(ctx)
@@ -221,48 +234,6 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		return // the client left while waiting
 	}
 	next.ServeHTTP(w, r)
-}
-
-// acquire takes the request's concurrency lease, or answers the request: 429 when
-// the key has no place, or the failure mode's answer. failed reports a failure,
-// counted and logged; answered that the request got its answer. lease is nil when
-// there is none to give back (no key, a failure): Release does nothing on nil.
-func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Request, user, ip, route string, degraded bool) (lease *client.Lease, failed, answered bool) {
-	key, ok := makeKey(l.conc.prefix, l.conc.By, user, ip, route)
-	if !ok {
-		return nil, false, false
-	}
-	err := l.call(ctx, func(ctx context.Context) (err error) {
-		lease, err = l.client.Acquire(ctx, key, l.conc.Limit, l.conc.Lease)
-		return err
-	})
-	if err == nil && !degraded {
-		l.answered(r, lease.Degraded)
-	}
-	if err == nil && lease.Degraded && l.fallback != FallbackLocal {
-		lease.Release(ctx)
-		err = client.ErrUnavailable // decided locally, but this Limiter fails open or closed
-	}
-	if err == nil && lease.Degraded && !degraded { // the rate limits' call has counted it already
-		l.decidedLocally(r)
-	}
-	h := w.Header()
-	switch {
-	case err != nil:
-		l.fail(r, fmt.Errorf("concurrency %q: %w", l.conc.Name, err))
-		closed := l.fallback == FallbackClosed
-		if closed {
-			h.Set("Retry-After", "1")
-			writeDenied(w, "rate_limited", time.Second)
-		}
-		return nil, true, closed
-	case !lease.Acquired:
-		l.busy.Add(1)
-		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(lease.RetryAfter, time.Second)), 10))
-		writeDenied(w, "concurrency_limited", lease.RetryAfter)
-		return nil, false, true
-	}
-	return lease, false, false
 }
 
 // names lists the dimensions' names, quoted, for a failure's message.

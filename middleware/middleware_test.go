@@ -87,14 +87,14 @@ func TestHeaders(t *testing.T) {
 			return err
 		}, "/limited?user=carol", 429, `{"error":"rate_limited","retryAfterMs":6000}`, map[string]string{
 			"Retry-After": "6", "X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "60",
-			"RateLimit-Policy": `"ip";q=100;w=60, "user";q=10;w=60`, "RateLimit": `"ip";r=99;t=60, "user";r=0;t=6`,
+			"RateLimit-Policy": `"user";q=10;w=60`, "RateLimit": `"user";r=0;t=6`,
 		}},
-		{"first denies, second what it would leave", []middleware.Dimension{small, ip}, func(ctx context.Context, c *client.Client) error {
+		{"first denies, only it shows", []middleware.Dimension{small, ip}, func(ctx context.Context, c *client.Client) error {
 			_, err := c.AllowN(ctx, "rl:user:dave", small.Limit, 10)
 			return err
 		}, "/limited?user=dave", 429, `{"error":"rate_limited","retryAfterMs":6000}`, map[string]string{
 			"Retry-After": "6", "X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "60",
-			"RateLimit-Policy": `"user";q=10;w=60, "ip";q=100;w=60`, "RateLimit": `"user";r=0;t=6, "ip";r=99;t=60`,
+			"RateLimit-Policy": `"user";q=10;w=60`, "RateLimit": `"user";r=0;t=6`,
 		}},
 		{"both deny, the longer wait answers", []middleware.Dimension{small, {Name: "ip", By: middleware.ByIP, Limit: client.Fixed(1, minute)}},
 			func(ctx context.Context, c *client.Client) error {
@@ -105,7 +105,7 @@ func TestHeaders(t *testing.T) {
 				return err
 			}, "/limited?user=frank", 429, `{"error":"rate_limited","retryAfterMs":60000}`, map[string]string{
 				"Retry-After": "60", "X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "60",
-				"RateLimit-Policy": `"user";q=10;w=60, "ip";q=1;w=60`, "RateLimit": `"user";r=0;t=6, "ip";r=0;t=60`,
+				"RateLimit-Policy": `"ip";q=1;w=60`, "RateLimit": `"ip";r=0;t=60`,
 			}},
 		{"sub-second window has no w", []middleware.Dimension{{Name: "burst", By: middleware.ByRoute, Limit: client.Token(5, 500*time.Millisecond)}},
 			nil, "/limited", 200, "ok", map[string]string{
@@ -460,6 +460,10 @@ func TestNew(t *testing.T) {
 		{"concurrency limit 0", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Lease: sec}}, "Limit must be at least 1"},
 		{"concurrency no lease", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1}}, "Lease must be a whole number of milliseconds"},
 		{"concurrency sub-ms lease", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1, Lease: 1500 * time.Microsecond}}, "Lease must be"},
+		{"concurrency lease under its renew", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1,
+			Lease: sec, Renew: 2 * sec}}, `Lease (1s) is shorter than Renew (2s)`},
+		{"concurrency negative renew", middleware.Config{Client: c, Concurrency: &middleware.Concurrency{Name: "c", By: middleware.ByIP, Limit: 1,
+			Lease: sec, Renew: -1}}, "Renew must not be negative"},
 		{"65 dimensions", middleware.Config{Client: c, Dimensions: func() []middleware.Dimension {
 			var ds []middleware.Dimension
 			for i := range 65 {

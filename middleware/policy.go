@@ -121,6 +121,7 @@ func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.
 	case err != nil:
 		l.fail(r, fmt.Errorf("policy domain %q: %w", p.domain, err))
 		if l.fallback == FallbackClosed {
+			clearInformational(h)
 			h.Set("Retry-After", "1")
 			writeDenied(w, "rate_limited", time.Second)
 			return

@@ -73,6 +73,7 @@ func (n *Node) Sync(conn redcon.Conn, id string, reqOff int64, port int) error {
 	r := &replicaConn{ip: ip, port: port, conn: nc, gone: make(chan struct{})}
 	r.ack.Store(start)
 	r.ackAt.Store(time.Now().UnixNano())
+	r.fack.Store(-1)
 	if n.replicas == nil {
 		n.replicas = map[*replicaConn]struct{}{}
 	}
@@ -84,7 +85,8 @@ func (n *Node) Sync(conn redcon.Conn, id string, reqOff int64, port int) error {
 	return nil
 }
 
-// readAcks reads a replica's REPLCONF ACKs until its connection closes.
+// readAcks reads a replica's REPLCONF ACK <offset> [FACK <synced>] until its
+// connection closes.
 func (n *Node) readAcks(r *replicaConn, dc redcon.DetachedConn) {
 	defer n.feeders.Done()
 	defer r.drop()
@@ -94,13 +96,22 @@ func (n *Node) readAcks(r *replicaConn, dc redcon.DetachedConn) {
 		if err != nil {
 			return
 		}
-		if len(cmd.Args) == 3 && bytes.EqualFold(cmd.Args[0], []byte("replconf")) &&
-			bytes.EqualFold(cmd.Args[1], []byte("ack")) {
-			if off, err := strconv.ParseInt(string(cmd.Args[2]), 10, 64); err == nil {
-				r.ack.Store(off)
-				r.ackAt.Store(time.Now().UnixNano())
+		a := cmd.Args
+		if (len(a) != 3 && len(a) != 5) || !bytes.EqualFold(a[0], []byte("replconf")) ||
+			!bytes.EqualFold(a[1], []byte("ack")) {
+			continue
+		}
+		off, err := strconv.ParseInt(string(a[2]), 10, 64)
+		if err != nil {
+			continue
+		}
+		if len(a) == 5 && bytes.EqualFold(a[3], []byte("fack")) {
+			if synced, err := strconv.ParseInt(string(a[4]), 10, 64); err == nil {
+				r.fack.Store(synced)
 			}
 		}
+		r.ack.Store(off)
+		r.ackAt.Store(time.Now().UnixNano())
 	}
 }
 

@@ -143,6 +143,9 @@ func (n *Node) syncLink(l *link, addr string) (bool, error) {
 		n.applied.mu.Lock()
 		n.applied.replID, n.applied.offset, n.applied.format = replID, offset, format
 		n.applied.mu.Unlock()
+		if n.cfg.OnApplied != nil {
+			n.cfg.OnApplied(Position{ReplID: replID, Offset: offset, Format: format})
+		}
 	case len(fields) == 2 && fields[0] == "+CONTINUE":
 		// The id is the one asked for, or a promoted sibling's new one: its offsets
 		// continue the same stream.
@@ -176,6 +179,9 @@ func (n *Node) fullSync(l *link, conn net.Conn, br *bufio.Reader) (uint32, error
 	l.state.Store("sync")
 	n.loading.Store(true)
 	defer n.loading.Store(false)
+	if n.cfg.BeforeFullSync != nil {
+		n.cfg.BeforeFullSync()
+	}
 	n.store.Flush()
 	begin := time.Now()
 	info, err := n.store.ReadSnapshot(&chunkReader{r: br, conn: conn}, n.now())
@@ -198,7 +204,7 @@ func (n *Node) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int6
 	applied.Store(offset)
 	go func() {
 		defer close(acked)
-		last, lastAt := int64(-1), time.Time{}
+		last, lastSynced, lastAt := int64(-1), int64(-1), time.Time{}
 		t := time.NewTicker(replAckEvery)
 		defer t.Stop()
 		for {
@@ -207,14 +213,23 @@ func (n *Node) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int6
 				return
 			case <-t.C:
 			}
-			if off := applied.Load(); off != last || time.Since(lastAt) >= time.Second {
-				conn.SetWriteDeadline(time.Now().Add(replTimeout))
-				if _, err := conn.Write(respCommand("REPLCONF", "ACK", strconv.FormatInt(off, 10))); err != nil {
-					conn.Close()
-					return
-				}
-				last, lastAt = off, time.Now()
+			off, synced, hasLog := applied.Load(), int64(-1), false
+			if n.cfg.Synced != nil {
+				synced, hasLog = n.cfg.Synced()
 			}
+			if off == last && synced == lastSynced && time.Since(lastAt) < time.Second {
+				continue
+			}
+			ack := []string{"REPLCONF", "ACK", strconv.FormatInt(off, 10)}
+			if hasLog {
+				ack = append(ack, "FACK", strconv.FormatInt(synced, 10))
+			}
+			conn.SetWriteDeadline(time.Now().Add(replTimeout))
+			if _, err := conn.Write(respCommand(ack...)); err != nil {
+				conn.Close()
+				return
+			}
+			last, lastSynced, lastAt = off, synced, time.Now()
 		}
 	}()
 	defer func() { close(stopAck); <-acked }()
@@ -258,10 +273,14 @@ func (n *Node) applyFrames(l *link, conn net.Conn, br *bufio.Reader, offset int6
 		n.applied.mu.Lock()
 		n.applied.offset += int64(done)
 		off := n.applied.offset
+		pos := Position{ReplID: n.applied.replID, Offset: off, Format: format}
 		n.applied.mu.Unlock()
 		applied.Store(off)
 		if err != nil {
 			return err
+		}
+		if n.cfg.OnApplied != nil && done > 0 {
+			n.cfg.OnApplied(pos)
 		}
 	}
 }

@@ -16,8 +16,9 @@
 //	                    first byte uint64, xxh3 of the body uint64 (all LE), body: the
 //	                    backlog's effect records from that offset; an empty frame is
 //	                    a heartbeat, sent after a second without effects
-//	replica → primary   REPLCONF ACK <offset>, as commands, every 100 ms when the
-//	                    offset moved and every second anyway
+//	replica → primary   REPLCONF ACK <offset> [FACK <synced>], as commands, every
+//	                    100 ms when either moved and every second anyway; FACK, with
+//	                    an append-only log, is the offset the log synced (Redis's)
 //
 // The snapshot is streamed shard by shard from the live store (no copy of it in
 // memory), and the frames start at the backlog's end before the snapshot began: a
@@ -26,7 +27,9 @@
 // of it, and drops the link on any mismatch; it then reconnects, with backoff, and
 // asks to continue from the last record it applied. The primary continues if its
 // backlog still holds that offset under the same replication id, else it sends a full
-// sync. A plain Redis on the other side answers RLSYNC with "unknown command": the
+// sync. A replica restarted from its own files asks to continue from where they
+// stand (Config.Resume), as a Redis replica's PSYNC does with its cached replication
+// id. A plain Redis on the other side answers RLSYNC with "unknown command": the
 // replica logs that it is not an rlserver and retries later, having changed nothing.
 package replication
 
@@ -114,6 +117,30 @@ type Config struct {
 	// before it applies the stream: the snapshot's keys went into the store without
 	// effects, so an append-only log must be rewritten to hold them.
 	OnFullSync func()
+	// BeforeFullSync, if set, is called before a replica empties its store for a full
+	// sync: a record of where its files stood in the stream no longer holds.
+	BeforeFullSync func()
+	// Resume, if its ReplID is set, is where the store a replica loaded from its own
+	// files stands in its primary's stream: its first RLSYNC asks to continue from
+	// there, as Redis 7's replica restarted from its files does with PSYNC.
+	Resume Position
+	// Synced, if set, is the offset of the primary's stream up to which a replica's
+	// own append-only log is synced, and false without a log: the replica reports it
+	// with each ack (REPLCONF ACK <offset> FACK <synced>, Redis's), for WAITAOF.
+	Synced func() (int64, bool)
+	// OnApplied, if set, is called after a replica loaded a full sync and after each
+	// frame it applied, with where its store stands then, from the link's goroutine;
+	// it must not block.
+	OnApplied func(Position)
+}
+
+// Position is a place in a primary's stream: a replica's store holds every effect
+// before Offset of the stream of ReplID, whose records are of snapshot format
+// Format (store.NewApplier's version).
+type Position struct {
+	ReplID string
+	Offset int64
+	Format uint32
 }
 
 // Node is a server's role and links. A server is a primary (masterHost empty) or a
@@ -177,6 +204,7 @@ type replicaConn struct {
 	online atomic.Bool  // the snapshot is sent: frames flow
 	ack    atomic.Int64 // the offset it last said it applied
 	ackAt  atomic.Int64 // Unix ns of that ack
+	fack   atomic.Int64 // the offset it last said its log synced, -1 if it never did
 }
 
 // drop closes the replica's connection and ends its feed.
@@ -226,6 +254,9 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, store: cfg.Store, now: cfg.Now, log: cfg.Logger,
 		replID: newReplID(), masterHost: host, masterPort: port}
 	n.readOnly.Store(host != "")
+	if host != "" && cfg.Resume.ReplID != "" {
+		n.applied.replID, n.applied.offset, n.applied.format = cfg.Resume.ReplID, cfg.Resume.Offset, cfg.Resume.Format
+	}
 	return n, nil
 }
 
@@ -390,6 +421,9 @@ type Replica struct {
 	State string
 	// Offset is the offset it last acknowledged; LagSeconds the seconds since.
 	Offset, LagSeconds int64
+	// AOFOffset is the offset it last said its append-only log synced (FACK), -1 if
+	// it never did: it has no log.
+	AOFOffset int64
 }
 
 // Replicas lists the connected replicas by address, so that INFO's slaveN stay put.
@@ -404,7 +438,7 @@ func (n *Node) Replicas() []Replica {
 			state = "online"
 		}
 		out = append(out, Replica{IP: r.ip, Port: r.port, State: state, Offset: r.ack.Load(),
-			LagSeconds: (now - r.ackAt.Load()) / int64(time.Second)})
+			LagSeconds: (now - r.ackAt.Load()) / int64(time.Second), AOFOffset: r.fack.Load()})
 	}
 	slices.SortFunc(out, func(a, b Replica) int { return cmp.Or(strings.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port)) })
 	return out

@@ -19,9 +19,11 @@ var replicationCommands = []*command{
 		doc: "As Redis 7.2's. Local is 1 once the append-only log's sync covers every write " +
 			"made before the call: at once under appendfsync always, within a second under " +
 			"everysec, never under no (the call times out with 0). numlocal 1 without " +
-			"appendonly is an error, as in Redis. rlserver's replicas do not report their " +
-			"log's syncs, so replicas is always 0, as Redis answers for replicas without " +
-			"appendonly: to make a decision survive a failover, use WAIT. On a replica, an error.",
+			"appendonly is an error, as in Redis. Replicas counts the replicas whose own " +
+			"append-only log synced every write made before the call: each reports the " +
+			"offset its log synced with its acks (REPLCONF ACK offset FACK synced, Redis's), " +
+			"every 100 ms when it moved; a replica without appendonly reports none and never " +
+			"counts, as in Redis. On a replica, an error.",
 		args: []arg{{name: "numlocal", typ: "integer"}, {name: "numreplicas", typ: "integer"}, {name: "timeout", typ: "integer"}},
 		run:  cmdWaitAOF,
 	},

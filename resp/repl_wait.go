@@ -60,6 +60,17 @@ func (s *Server) ackedReplicas(offset int64) int64 {
 	return n
 }
 
+// syncedReplicas counts the replicas whose log synced offset (FACK).
+func (s *Server) syncedReplicas(offset int64) int64 {
+	var n int64
+	for _, r := range s.repl.Replicas() {
+		if r.State == "online" && r.AOFOffset >= offset {
+			n++
+		}
+	}
+	return n
+}
+
 // errNoReplicas refuses a write on a primary with fewer good replicas than
 // min-replicas-to-write, Redis's words.
 const errNoReplicas = "NOREPLICAS Not enough good replicas to write."
@@ -92,10 +103,10 @@ func goodReplicas(views []replication.Replica, maxLag int) int {
 
 // cmdWaitAOF serves WAITAOF numlocal numreplicas timeout as Redis 7.2 answers it:
 // [1 if this server's log synced every write made before the call else 0, the
-// replicas that synced them to their own log], once numlocal (0 or 1) and
-// numreplicas are met or after timeout ms (0: no bound). rlserver's replicas do not
-// report their log's syncs, so they count as Redis's replicas without appendonly
-// do: never.
+// replicas whose own log synced them (their FACK reached the replication offset at
+// the call)], once numlocal (0 or 1) and numreplicas are met or after timeout ms (0:
+// no bound). A replica without appendonly reports no FACK and never counts, as in
+// Redis.
 func cmdWaitAOF(s *Server, c *client, args [][]byte, _ int64) {
 	numLocal, ok := rlcmd.ParseInt(args[1])
 	if !ok {
@@ -137,6 +148,7 @@ func cmdWaitAOF(s *Server, c *client, args [][]byte, _ int64) {
 	if l != nil {
 		target = l.End()
 	}
+	replTarget := s.repl.Offset()
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
@@ -146,7 +158,7 @@ func cmdWaitAOF(s *Server, c *client, args [][]byte, _ int64) {
 		if l != nil && l.Durable() >= target {
 			local = 1
 		}
-		const replicas = 0 // see the comment above
+		replicas := s.syncedReplicas(replTarget)
 		if local >= numLocal && replicas >= numReplicas ||
 			!deadline.IsZero() && !time.Now().Before(deadline) {
 			c.w.WriteArray(2)

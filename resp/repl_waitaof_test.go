@@ -14,7 +14,9 @@ import (
 // installed redis-server, 7.0, has no WAITAOF to compare with side by side): [1 0]
 // under appendfsync always at once and under everysec within its second, [0 0] after
 // the timeout under no, Redis's errors for bad arguments, for numlocal without
-// appendonly and on a replica; replicas count 0, as Redis's without appendonly.
+// appendonly and on a replica; a replica without appendonly never counts, as in
+// Redis; one with it counts once its log synced the write (its FACK), never under its
+// appendfsync no.
 func TestWaitAOF(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "aofdir")
 	p := startServer(t, Config{Config: core.Config{AppendOnly: true, AOF: aof.Config{Dir: dir, Fsync: aof.FsyncNo}}})
@@ -39,6 +41,34 @@ func TestWaitAOF(t *testing.T) {
 	if got := do(pc, "WAITAOF 0 1 100"); got != "[1 0]" || time.Since(begin) < 100*time.Millisecond {
 		t.Fatalf("WAITAOF 0 1 100 with a replica without appendonly: %s after %v", got, time.Since(begin))
 	}
+
+	// A replica with appendonly yes reports the offset its log synced (FACK): it
+	// counts once its sync covers the write, never under its appendfsync no. (A
+	// key of its own each time: a refused call writes nothing to wait for.)
+	r2 := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr, AppendOnly: true,
+		AOF: aof.Config{Dir: filepath.Join(t.TempDir(), "replica"), Fsync: aof.FsyncAlways}}})
+	c2 := r2.client(t, 2)
+	waitLinkUp(t, c2)
+	do(pc, "RL.FIXED fack1 5 60000")
+	if got := do(pc, "WAITAOF 1 1 5000"); got != "[1 1]" {
+		t.Fatalf("WAITAOF 1 1 5000 with a replica under appendfsync always: %s", got)
+	}
+	begin = time.Now()
+	if got := do(pc, "WAITAOF 0 2 200"); got != "[1 1]" || time.Since(begin) < 200*time.Millisecond {
+		t.Fatalf("WAITAOF 0 2 200 with one replica of two logging: %s after %v", got, time.Since(begin))
+	}
+	do(c2, "CONFIG SET appendfsync no")
+	do(pc, "RL.FIXED fack2 5 60000")
+	if got := do(pc, "WAITAOF 0 1 300"); got != "[1 0]" {
+		t.Fatalf("WAITAOF 0 1 300 with the replica under appendfsync no: %s", got)
+	}
+	do(c2, "CONFIG SET appendfsync everysec")
+	begin = time.Now()
+	if got := do(pc, "WAITAOF 0 1 5000"); got != "[1 1]" {
+		t.Fatalf("WAITAOF 0 1 5000 with the replica under appendfsync everysec: %s after %v", got, time.Since(begin))
+	}
+	t.Logf("a replica under everysec counted after %v", time.Since(begin))
+
 	run(t, pc, []call{
 		{"WAITAOF 2 0 0", "ERR value is out of range, value must between 0 and 1"},
 		{"WAITAOF -1 0 0", "ERR value is out of range, value must between 0 and 1"},
@@ -50,7 +80,7 @@ func TestWaitAOF(t *testing.T) {
 		{"WAITAOF 0 0", "ERR wrong number of arguments for 'waitaof' command"},
 		{"CONFIG SET appendonly no", "OK"},
 		{"WAITAOF 1 0 0", errWaitAOFOff},
-		{"WAITAOF 0 0 0", "[0 0]"},
+		{"WAITAOF 0 0 0", "[0 1]"}, // the replica logging has synced it all
 	})
 	if got := do(c1, "WAITAOF 0 0 0"); !strings.HasPrefix(got, "ERR WAITAOF cannot be used with replica instances") {
 		t.Fatalf("WAITAOF on a replica: %s", got)

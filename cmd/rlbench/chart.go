@@ -17,8 +17,9 @@ import (
 var sides = []string{"redis+lua", "rlserver"}
 
 // writeCharts draws res's chart as dir/name.png, next to its JSON: boundary and
-// bench get a panel per side, memory and scale one panel with both. Other experiments have
-// no chart and write nothing.
+// bench get a panel per side, memory and scale one panel with both, overload three
+// panels of its configurations against the load. Other experiments have no chart and
+// write nothing.
 func writeCharts(dir, name string, res any) error {
 	if dir == "" {
 		return nil
@@ -34,6 +35,8 @@ func writeCharts(dir, name string, res any) error {
 		panels, err = memoryPanels(r)
 	case scaleResult:
 		panels, err = scalePanels(r)
+	case []overloadCell:
+		panels, err = overloadPanels(r)
 	default:
 		return nil
 	}
@@ -197,4 +200,44 @@ func memoryPanels(r memoryResult) ([]*plot.Plot, error) {
 		}
 	}
 	return []*plot.Plot{p}, nil
+}
+
+// overloadPanels is, against the offered load, each configuration's critical success,
+// goodput, and critical p99 over its own p99 at the lowest load: the three targets
+// that separate the configurations.
+func overloadPanels(res []overloadCell) ([]*plot.Plot, error) {
+	crit := newPanel("critical requests answered within the SLO", "offered load (× capacity)", "critical success (%)")
+	good := newPanel("goodput", "offered load (× capacity)", "answered within the SLO (% of capacity)")
+	p99 := newPanel("critical p99 against its p99 at the lowest load", "offered load (× capacity)", "×")
+	for i, conf := range overloadConfs {
+		name := overloadConfNames[conf]
+		lo, _, ok := overloadEnds(res, name)
+		if !ok {
+			continue
+		}
+		var c, g, q plotter.XYs
+		for _, r := range res {
+			if r.Conf != name {
+				continue
+			}
+			c = append(c, plotter.XY{X: r.Load, Y: r.Critical * 100})
+			g = append(g, plotter.XY{X: r.Load, Y: r.Goodput * 100})
+			if r.CriticalP99 > 0 && lo.CriticalP99 > 0 { // nothing succeeded: no p99
+				q = append(q, plotter.XY{X: r.Load, Y: r.CriticalP99 / lo.CriticalP99})
+			}
+		}
+		for _, pl := range []struct {
+			p   *plot.Plot
+			xys plotter.XYs
+		}{{crit, c}, {good, g}, {p99, q}} {
+			if len(pl.xys) == 0 {
+				continue
+			}
+			if err := addLine(pl.p, i, name, pl.xys, plotter.NoStep); err != nil {
+				return nil, err
+			}
+		}
+	}
+	crit.Legend.Top, good.Legend.Top = false, false // the lines fall to the bottom right
+	return []*plot.Plot{crit, good, p99}, nil
 }

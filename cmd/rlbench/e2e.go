@@ -42,11 +42,15 @@ type e2eResult struct {
 // e2eRow is one side's run: allowed against expected (a token bucket of limit,
 // full at the start: limit + limit per second between the first and last answer).
 type e2eRow struct {
-	Side      string  `json:"side"`
-	Seconds   float64 `json:"seconds"`
-	Allowed   int     `json:"allowed"`
-	Expected  float64 `json:"expected"`
-	Limited   int     `json:"limited_429"`
+	Side     string  `json:"side"`
+	Seconds  float64 `json:"seconds"`
+	Allowed  int     `json:"allowed"`
+	Expected float64 `json:"expected"`
+	Limited  int     `json:"limited_429"`
+	// ServedUs and RefusedUs are the mean µs of a 200 and of a 429, as the clients
+	// timed them: the cost of a refusal against a served request.
+	ServedUs  float64 `json:"served_us"`
+	RefusedUs float64 `json:"refused_us"`
 	ErrorPct  float64 `json:"error_pct"`
 	LessonRow string  `json:"lesson"`
 }
@@ -65,10 +69,11 @@ func runE2E(ctx context.Context, cfg config, e *env, w io.Writer) (any, error) {
 	}
 	fmt.Fprintf(w, "%d replicas sharing one limiter, %d/s global, %d connections round-robin for %v:\n",
 		e2eReplicas, cfg.e2eLimit, e2eConns, cfg.e2eTime)
-	t := newTable("side", "seconds", "allowed", "expected", "error %", "429s", "lesson")
+	t := newTable("side", "seconds", "allowed", "expected", "error %", "429s", "429s per 200", "200 µs", "429 µs", "lesson")
 	for _, r := range res.Rows {
 		t.row(r.Side, strconv.FormatFloat(r.Seconds, 'f', 3, 64), strconv.Itoa(r.Allowed), strconv.FormatFloat(r.Expected, 'f', 0, 64),
-			strconv.FormatFloat(r.ErrorPct, 'f', 3, 64), strconv.Itoa(r.Limited), r.LessonRow)
+			strconv.FormatFloat(r.ErrorPct, 'f', 3, 64), strconv.Itoa(r.Limited), strconv.FormatFloat(float64(r.Limited)/float64(max(r.Allowed, 1)), 'f', 1, 64),
+			strconv.FormatFloat(r.ServedUs, 'f', 0, 64), strconv.FormatFloat(r.RefusedUs, 'f', 0, 64), r.LessonRow)
 	}
 	t.write(w)
 	return res, nil
@@ -113,7 +118,7 @@ func e2eSide(ctx context.Context, cfg config, tg target) (e2eRow, error) {
 	// first and the last answer, each a short way back from its decision. Send
 	// times would not do: the first requests wait for connections to be dialled
 	// (tens of ms under -race, a dozen tokens at 200/s) before any decision.
-	var next, allowed, limited, firstAnswer, lastAnswer atomic.Int64
+	var next, allowed, limited, firstAnswer, lastAnswer, allowedNs, limitedNs atomic.Int64
 	firstAnswer.Store(math.MaxInt64)
 	errs := make([]error, e2eConns)
 	deadline := time.Now().Add(cfg.e2eTime)
@@ -130,6 +135,7 @@ func e2eSide(ctx context.Context, cfg config, tg target) (e2eRow, error) {
 					errs[c] = err
 					return
 				}
+				sent := time.Now()
 				resp, err := hc.Do(req)
 				if err != nil {
 					errs[c] = err
@@ -140,11 +146,14 @@ func e2eSide(ctx context.Context, cfg config, tg target) (e2eRow, error) {
 				atomicMax(&lastAnswer, answered)
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+				took := int64(time.Since(sent))
 				switch resp.StatusCode {
 				case http.StatusOK:
 					allowed.Add(1)
+					allowedNs.Add(took)
 				case http.StatusTooManyRequests:
 					limited.Add(1)
+					limitedNs.Add(took)
 				default:
 					errs[c] = errors.New("replica answered " + resp.Status)
 					return
@@ -158,6 +167,8 @@ func e2eSide(ctx context.Context, cfg config, tg target) (e2eRow, error) {
 	}
 	row.Seconds = time.Duration(lastAnswer.Load() - firstAnswer.Load()).Seconds()
 	row.Allowed, row.Limited = int(allowed.Load()), int(limited.Load())
+	row.ServedUs = float64(allowedNs.Load()) / float64(max(row.Allowed, 1)) / 1e3
+	row.RefusedUs = float64(limitedNs.Load()) / float64(max(row.Limited, 1)) / 1e3
 	row.Expected = float64(cfg.e2eLimit) * (1 + row.Seconds)
 	row.ErrorPct = 100 * math.Abs(float64(row.Allowed)-row.Expected) / row.Expected
 	return row, nil

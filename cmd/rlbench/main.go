@@ -33,10 +33,16 @@
 //	rlbench rls [-rlserver-bin bin/rlserver] [-time 10s] [-streams 32] [-users 100000]
 //
 // overload offers an application of fixed capacity 0.5x to 3x its capacity, with no
-// shedding, a static limit, failsafe-go's adaptive limiter and package shed, each in
-// turn (make bench-overload; docs/overload.md):
+// shedding, a static limit, failsafe-go's adaptive limiter, package shed, and three
+// replicas sharing an RL.ACQUIRE limit on an rlserver process it starts, each in turn
+// (make bench-overload; docs/overload.md):
 //
-//	rlbench overload [-workers 8] [-service 10ms] [-time 2s] [-warmup 1s] [-queue 100ms]
+//	rlbench overload [-workers 8] [-service 10ms] [-time 2s] [-warmup 1s] [-queue 100ms] [-rlserver-bin bin/rlserver]
+//
+// burst gives the lesson-002 figures on the real clock (a burst of 1000 on 100/s, a
+// second sustained, three seconds at burst 1), rlserver beside golang.org/x/time/rate:
+//
+//	rlbench burst [-rlserver-bin bin/rlserver] [-goroutines 16] [-out results]
 package main
 
 import (
@@ -138,6 +144,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "overload" {
 		return runOverloadBench(ctx, args[1:], w)
+	}
+	if len(args) > 0 && args[0] == "burst" {
+		return runBurstBench(ctx, args[1:], w)
 	}
 	cfg, name, err := parseFlags(args)
 	if err != nil {

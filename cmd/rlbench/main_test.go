@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/lua"
 )
@@ -218,7 +219,8 @@ func TestUnknownExperiment(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary be e2e's app replica, as rlbench itself is.
+// TestMain lets the test binary be e2e's app replica and the overload experiment's
+// application, as rlbench itself is.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(replicaEnv); spec != "" {
 		if err := runReplica(spec); err != nil {
@@ -227,7 +229,16 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
-	os.Exit(m.Run())
+	if spec := os.Getenv(overloadAppEnv); spec != "" {
+		if err := runOverloadApp(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench overload app:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	code := m.Run()
+	launch.RemoveBuilt()
+	os.Exit(code)
 }
 
 func TestE2E(t *testing.T) {
@@ -245,6 +256,9 @@ func TestE2E(t *testing.T) {
 		if float64(r.Allowed) > r.Expected*(1+maxOverPct/100.0) || r.Limited == 0 {
 			t.Errorf("%s: %d allowed of %.0f expected, %d x429: want at most %d%% over, and some 429s",
 				r.Side, r.Allowed, r.Expected, r.Limited, maxOverPct)
+		}
+		if r.ServedUs <= 0 || r.RefusedUs <= 0 {
+			t.Errorf("%s: a 200 took %.0f µs and a 429 %.0f µs: want both timed", r.Side, r.ServedUs, r.RefusedUs)
 		}
 	}
 }

@@ -17,13 +17,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/launch"
 )
 
 // overloadLoads are the offered loads, as multiples of the application's capacity.
 var overloadLoads = []float64{0.5, 1, 1.5, 2, 3}
 
 // overloadConfs are the configurations, in the table's order.
-var overloadConfs = []int{confNone, confStatic, confFailsafe, confShed}
+var overloadConfs = []int{confNone, confStatic, confFailsafe, confShed, confFleet}
 
 // The experiment's traffic: 20% critical, a health check every 100 ms, and a 1 s SLO
 // (a request answered 200 later than that, or not at all, failed).
@@ -45,8 +47,16 @@ type overloadCell struct {
 	Health      float64 // share of health checks answered 200 within the SLO
 	ServedUs    float64 // server-side µs of a served request (mean)
 	RefusedUs   float64 // server-side µs of a refused request (mean); 0 if none
-	Limit       int     // the learned limit at the cell's end (failsafe-go, shed)
+	Limit       int     // the learned limit at the cell's end (failsafe-go, shed), the fleet limit (fleet)
 	Requests    int     // requests sent in the measured window
+
+	// Configuration 5 only, over the whole cell (warmup included): the RESERVE of
+	// sheddable calls, the most leases live at once by RL.ACQUIRE's answers, and the
+	// most the replicas held at once, all and sheddable.
+	FleetReserve  int `json:",omitempty"`
+	FleetMax      int `json:",omitempty"`
+	FleetHeld     int `json:",omitempty"`
+	SheddableHeld int `json:",omitempty"`
 }
 
 // runOverloadBench runs the overload experiment (make bench-overload): each
@@ -66,6 +76,7 @@ func runOverloadBench(ctx context.Context, args []string, w io.Writer) error {
 	pin := fs.Bool("pin", false, "pin the application to CPU 0 with taskset (when installed)")
 	only := fs.String("only", "", "run only these configurations, e.g. shed,static (the headline needs all)")
 	loadList := fs.String("loads", "", "offered loads instead of 0.5,1,1.5,2,3 (the targets compare the first and the last)")
+	bin := fs.String("rlserver-bin", "", "fleet: the rlserver `binary` to run; empty: go build ./cmd/rlserver")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,13 +101,34 @@ func runOverloadBench(ctx context.Context, args []string, w io.Writer) error {
 	capacity := float64(*workers) / service.Seconds()
 	fmt.Fprintf(w, "== overload: an app of %d workers × %v (%.0f req/s), %.0f%% critical, a health check every %v, SLO %v; pinned %v ==\n",
 		*workers, *service, capacity, criticalShare*100, healthInterval, slo, *pin)
-	var res []overloadCell
+	var confs []int
 	for _, conf := range overloadConfs {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), overloadConfNames[conf]) {
-			continue
+		if *only == "" || slices.Contains(strings.Split(*only, ","), overloadConfNames[conf]) {
+			confs = append(confs, conf)
 		}
-		for _, load := range loads {
+	}
+	var fleetAddr string
+	if slices.Contains(confs, confFleet) {
+		dir, binary, err := rlserverIn(ctx, *bin, "overload")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		server, err := launch.RLServer(binary, dir, "-loglevel", "WARN")
+		if err != nil {
+			return err
+		}
+		defer server.Kill()
+		fleetAddr = server.Addr
+	}
+	var res []overloadCell
+	for _, conf := range confs {
+		for i, load := range loads {
 			a := overloadSpec{conf: conf, workers: *workers, service: *service, queue: *queue}
+			if conf == confFleet {
+				a.service *= fleetReplicas
+				a.fleet = newFleetSpec(fleetAddr, fmt.Sprintf("fleet:%d", i), *workers)
+			}
 			c, err := runOverloadCell(ctx, self, *pin, a, load, capacity, *warmup, *measure)
 			if err != nil {
 				return fmt.Errorf("overload %s at %.1fx: %w", overloadConfNames[conf], load, err)
@@ -105,13 +137,17 @@ func runOverloadBench(ctx context.Context, args []string, w io.Writer) error {
 		}
 	}
 	writeOverloadTable(w, res)
+	broken := writeFleetChecks(w, res)
 	if err := writeResult(*out, "overload", res); err != nil {
+		return err
+	}
+	if err := writeCharts(*out, "overload", res); err != nil {
 		return err
 	}
 	if *only == "" {
 		fmt.Fprintln(w, overloadHeadline(res))
 	}
-	return nil
+	return broken
 }
 
 // overloadPinned is the command running name pinned to cpu when taskset is installed.
@@ -162,11 +198,19 @@ type overloadSent struct {
 // for warmup + measure, with health checks, and measures the requests sent during
 // the measured part.
 func runOverloadCell(ctx context.Context, self string, pin bool, a overloadSpec, load, capacity float64, warmup, measure time.Duration) (overloadCell, error) {
-	addr, stop, err := startOverloadApp(self, pin, a)
-	if err != nil {
-		return overloadCell{}, err
+	replicas := 1
+	if a.conf == confFleet {
+		replicas = fleetReplicas
 	}
-	defer stop()
+	var bases []string
+	for range replicas {
+		addr, stop, err := startOverloadApp(self, pin, a)
+		if err != nil {
+			return overloadCell{}, err
+		}
+		defer stop()
+		bases = append(bases, "http://"+addr)
+	}
 	// The clients are a load balancer's pool: at most overloadConns connections, opened
 	// before the load starts. Dialing on demand let a stall of either process (the box
 	// is shared) turn into hundreds of simultaneous dials, and the SYN retry after an
@@ -174,15 +218,16 @@ func runOverloadCell(ctx context.Context, self string, pin bool, a overloadSpec,
 	tr := &http.Transport{MaxConnsPerHost: overloadConns, MaxIdleConnsPerHost: overloadConns, DialContext: (&net.Dialer{}).DialContext}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
-	base := "http://" + addr
-	if err := overloadPrewarm(hc, base); err != nil {
-		return overloadCell{}, err
+	for _, base := range bases {
+		if err := overloadPrewarm(hc, base); err != nil {
+			return overloadCell{}, err
+		}
 	}
 
 	var mu sync.Mutex
 	var got []overloadSent
 	var wg sync.WaitGroup
-	fire := func(class int8, measured bool) {
+	fire := func(class int8, base string, measured bool) {
 		defer wg.Done()
 		path, prio := "/work", "sheddable"
 		switch class {
@@ -213,13 +258,13 @@ func runOverloadCell(ctx context.Context, self string, pin bool, a overloadSpec,
 	rate := load * capacity
 	start := time.Now()
 	from, end := start.Add(warmup), start.Add(warmup+measure)
-	var costs overloadCosts
 	reset := true
 	next, health := start, start
+	sent := 0 // round robin over the replicas, as a load balancer
 	for now := start; now.Before(end); now = time.Now() {
 		if reset && !now.Before(from) {
 			reset = false
-			if _, err := overloadAppStats(hc, base); err != nil { // zero the app's costs
+			if _, err := overloadFleetStats(hc, bases); err != nil { // zero the apps' costs
 				return overloadCell{}, err
 			}
 		}
@@ -229,20 +274,30 @@ func runOverloadCell(ctx context.Context, self string, pin bool, a overloadSpec,
 				class = 0
 			}
 			wg.Add(1)
-			go fire(class, !next.Before(from))
+			go fire(class, bases[sent%len(bases)], !next.Before(from))
+			sent++
 		}
 		for ; !health.After(now); health = health.Add(healthInterval) {
-			wg.Add(1)
-			go fire(2, !health.Before(from))
+			for _, base := range bases { // a load balancer checks every replica
+				wg.Add(1)
+				go fire(2, base, !health.Before(from))
+			}
 		}
 		time.Sleep(min(time.Until(next), time.Until(health)))
 	}
-	costs, err = overloadAppStats(hc, base)
+	costs, err := overloadFleetStats(hc, bases)
 	if err != nil {
 		return overloadCell{}, err
 	}
 	wg.Wait()
-	return summarizeOverload(a, load, capacity, measure, got, costs), nil
+	c := summarizeOverload(a, load, capacity, measure, got, costs)
+	if a.conf == confFleet {
+		c.FleetReserve = a.fleet.reserve
+		if c.FleetMax, c.FleetHeld, c.SheddableHeld, err = fleetHeld(hc, bases); err != nil {
+			return overloadCell{}, err
+		}
+	}
+	return c, nil
 }
 
 // overloadConns is the size of the clients' connection pool.
@@ -268,6 +323,44 @@ func overloadPrewarm(hc *http.Client, base string) error {
 		}
 	}
 	return nil
+}
+
+// overloadFleetStats reads (and zeroes) the costs of the applications at bases, summed.
+func overloadFleetStats(hc *http.Client, bases []string) (overloadCosts, error) {
+	var sum overloadCosts
+	for _, base := range bases {
+		c, err := overloadAppStats(hc, base)
+		if err != nil {
+			return sum, err
+		}
+		sum.ServedNs, sum.Served, sum.RefusedNs, sum.Refused = sum.ServedNs+c.ServedNs, sum.Served+c.Served, sum.RefusedNs+c.RefusedNs, sum.Refused+c.Refused
+		sum.Limit = c.Limit
+	}
+	return sum, nil
+}
+
+// fleetHeld is, over the replicas at bases, the most leases live by RL.ACQUIRE's
+// answers, and the most the replicas held at once, all and sheddable.
+func fleetHeld(hc *http.Client, bases []string) (live, all, sheddable int, err error) {
+	var held []fleetLeaseHeld
+	for _, base := range bases {
+		resp, err := hc.Get(base + "/leases")
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		var r fleetReport
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if r.ReleaseErrors > 0 {
+			return 0, 0, 0, fmt.Errorf("%s: %d RL.RELEASE calls failed", base, r.ReleaseErrors)
+		}
+		held, live = append(held, r.Held...), max(live, r.MaxLive)
+	}
+	all, sheddable = fleetPeak(held)
+	return live, all, sheddable, nil
 }
 
 // overloadAppStats reads (and zeroes) the application's costs.

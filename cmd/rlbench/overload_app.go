@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,36 +26,44 @@ import (
 // apart from the load (taskset) and start each cell from a fresh process.
 const overloadAppEnv = "RLBENCH_OVERLOAD_APP"
 
-// The overload experiment's configurations. Configuration 5, three replicas sharing
-// an RL.ACQUIRE fleet limit with 20% reserved for critical traffic (issue 35), needs
-// RESERVE in the server and is not here yet: it is a new value here, an app started
-// three times, and a limiter client in overloadHandler.
+// The overload experiment's configurations.
 const (
 	confNone     = 1 // no shedding: every request waits for a worker
 	confStatic   = 2 // a static concurrency limit of K: uniform shedding
 	confFailsafe = 3 // failsafe-go's PriorityLimiter, critical High, sheddable Low
 	confShed     = 4 // package shed, critical queueing, sheddable never
+	confFleet    = 5 // three replicas sharing an RL.ACQUIRE limit, 20% reserved for critical
 )
 
 // overloadConfNames are the configurations' names in the table.
-var overloadConfNames = map[int]string{confNone: "none", confStatic: "static", confFailsafe: "failsafe-go", confShed: "shed"}
+var overloadConfNames = map[int]string{confNone: "none", confStatic: "static", confFailsafe: "failsafe-go", confShed: "shed", confFleet: "fleet"}
 
-// overloadSpec is one application: its configuration and its capacity.
+// overloadSpec is one application: its configuration and its capacity, and for
+// confFleet the shared limit it takes its leases from.
 type overloadSpec struct {
 	conf    int
 	workers int           // K
 	service time.Duration // S: each request holds a worker this long
 	queue   time.Duration // the shedders' queue timeout
+	fleet   fleetSpec     // confFleet only
 }
 
 func (a overloadSpec) String() string {
-	return fmt.Sprintf("%d,%d,%s,%s", a.conf, a.workers, a.service, a.queue)
+	return fmt.Sprintf("%d,%d,%s,%s,%s,%s,%d,%d", a.conf, a.workers, a.service, a.queue,
+		cmp.Or(a.fleet.addr, "-"), cmp.Or(a.fleet.key, "-"), a.fleet.limit, a.fleet.reserve)
 }
 
 func parseOverloadSpec(s string) (a overloadSpec, err error) {
 	f := strings.Split(s, ",")
-	if len(f) != 4 {
-		return a, fmt.Errorf("app spec %q: want conf,workers,service,queue", s)
+	if len(f) != 8 {
+		return a, fmt.Errorf("app spec %q: want conf,workers,service,queue,addr,key,limit,reserve", s)
+	}
+	a.fleet.addr, a.fleet.key = f[4], f[5]
+	if a.fleet.limit, err = strconv.Atoi(f[6]); err != nil {
+		return a, err
+	}
+	if a.fleet.reserve, err = strconv.Atoi(f[7]); err != nil {
+		return a, err
 	}
 	if a.conf, err = strconv.Atoi(f[0]); err != nil {
 		return a, err
@@ -85,7 +94,8 @@ func runOverloadApp(spec string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, limit, err := overloadHandler(ctx, a)
+	var leases fleetLeases
+	h, limit, err := overloadHandler(ctx, a, &leases)
 	if err != nil {
 		return err
 	}
@@ -95,6 +105,7 @@ func runOverloadApp(spec string) error {
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(overloadCosts{servedNs.Swap(0), served.Swap(0), refusedNs.Swap(0), refused.Swap(0), limit()})
 	})
+	mux.HandleFunc("/leases", func(w http.ResponseWriter, r *http.Request) { json.NewEncoder(w).Encode(leases.report()) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &overloadStatusWriter{ResponseWriter: w, code: http.StatusOK}
@@ -138,7 +149,8 @@ func isCritical(r *http.Request) bool { return r.Header.Get("X-Priority") == "cr
 // The work holds one of a.workers workers for a.service, and, as most applications,
 // does not notice that its client has gone: a request queued past its client's
 // deadline is still served, for nobody.
-func overloadHandler(ctx context.Context, a overloadSpec) (http.Handler, func() int, error) {
+// confFleet's leases are recorded in leases.
+func overloadHandler(ctx context.Context, a overloadSpec, leases *fleetLeases) (http.Handler, func() int, error) {
 	workers := make(chan struct{}, a.workers)
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		workers <- struct{}{}
@@ -191,6 +203,9 @@ func overloadHandler(ctx context.Context, a overloadSpec) (http.Handler, func() 
 			}
 			return 1
 		}}), func() int { return s.Stats().Limit }, nil
+	case confFleet:
+		h, err := fleetHandler(a, work, leases)
+		return h, func() int { return a.fleet.limit }, err
 	}
-	return nil, nil, fmt.Errorf("configuration %d: want 1 to 4", a.conf)
+	return nil, nil, fmt.Errorf("configuration %d: want 1 to 5", a.conf)
 }

@@ -93,9 +93,33 @@ func overloadHeadline(res []overloadCell) string {
 	_, static, _ := overloadEnds(res, overloadConfNames[confStatic])
 	_, fs, _ := overloadEnds(res, overloadConfNames[confFailsafe])
 	_, none, _ := overloadEnds(res, overloadConfNames[confNone])
-	return fmt.Sprintf("overload: at %.1fx capacity critical %s p99 %.1f ms (%.1fx of %.1fx load), health %s, goodput %.0f%%, a refusal %.0fx cheaper than a serve; no shedding critical %s goodput %.0f%%; static limit critical %s; failsafe-go critical %s",
+	flo, fhi, _ := overloadEnds(res, overloadConfNames[confFleet])
+	return fmt.Sprintf("overload: at %.1fx capacity critical %s p99 %.1f ms (%.1fx of %.1fx load), health %s, goodput %.0f%%, a refusal %.0fx cheaper than a serve; no shedding critical %s goodput %.0f%%; static limit critical %s; failsafe-go critical %s; fleet (3 replicas, RL.ACQUIRE RESERVE) critical %s p99 %.1fx, goodput %.0f%%",
 		hi.Load, overloadPct(hi.Critical), hi.CriticalP99, hi.CriticalP99/lo.CriticalP99, lo.Load, overloadPct(hi.Health), hi.Goodput*100,
-		hi.ServedUs/max(hi.RefusedUs, 1e-3), overloadPct(none.Critical), none.Goodput*100, overloadPct(static.Critical), overloadPct(fs.Critical))
+		hi.ServedUs/max(hi.RefusedUs, 1e-3), overloadPct(none.Critical), none.Goodput*100, overloadPct(static.Critical), overloadPct(fs.Critical),
+		overloadPct(fhi.Critical), fhi.CriticalP99/flo.CriticalP99, fhi.Goodput*100)
+}
+
+// writeFleetChecks prints, per configuration 5 cell, the most leases live against the
+// fleet limit and the most sheddable ones against their share, and returns an error
+// naming the cells that went over.
+func writeFleetChecks(w io.Writer, res []overloadCell) error {
+	var over []string
+	for _, r := range res {
+		if r.Conf != overloadConfNames[confFleet] {
+			continue
+		}
+		share := r.Limit - r.FleetReserve
+		fmt.Fprintf(w, "fleet at %.1fx: limit %d, most live %d by RL.ACQUIRE's answers and %d held by the replicas; sheddable held %d, %d allowed (RESERVE %d)\n",
+			r.Load, r.Limit, r.FleetMax, r.FleetHeld, r.SheddableHeld, share, r.FleetReserve)
+		if r.FleetMax > r.Limit || r.FleetHeld > r.Limit || r.SheddableHeld > share {
+			over = append(over, fmt.Sprintf("%.1fx", r.Load))
+		}
+	}
+	if over != nil {
+		return fmt.Errorf("overload: the fleet limit was exceeded at %s", strings.Join(over, ", "))
+	}
+	return nil
 }
 
 func overloadPct(v float64) string { return fmt.Sprintf("%.2f%%", v*100) }

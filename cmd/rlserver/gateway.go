@@ -16,6 +16,7 @@ import (
 	"github.com/rlserver/rlserver/gateway"
 	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy/engine"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // gatewayOptions are the flags of the gateway fronts (package gateway) and their policy.
@@ -29,6 +30,7 @@ type gatewayOptions struct {
 	shadowMode bool
 	trusted    string // -trusted-proxies: whose X-Forwarded-For /check believes
 	xds        xdsOptions
+	tracing    tracingOptions
 }
 
 func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
@@ -43,6 +45,7 @@ func gatewayFlags(fs *flag.FlagSet, g *gatewayOptions) {
 	fs.StringVar(&g.trusted, "trusted-proxies", "", "`CIDR,...` of the proxies whose X-Forwarded-For and X-Real-IP /check believes for remote_address; empty: loopback (127.0.0.0/8,::1); none: no proxy")
 	fs.BoolVar(&g.shadowMode, "rls-shadow-mode", false, "answer OK overall whatever the limits, still counting (envoyproxy/ratelimit's SHADOW_MODE)")
 	xdsFlags(fs, &g.xds)
+	tracingFlags(fs, &g.tracing)
 }
 
 // ratelimitEnv sets, from the environment variables an envoyproxy/ratelimit
@@ -116,6 +119,9 @@ func ratelimitEnv(fs *flag.FlagSet, getenv func(string) string) error {
 			return err
 		}
 	}
+	if err := setTracingEnv(set, getenv); err != nil {
+		return err
+	}
 	if fromXDS {
 		return xdsEnv(set, getenv)
 	}
@@ -162,14 +168,14 @@ func boolText(s string) string {
 
 // startGateway starts the fronts g asks for on c's store, clock and role, deciding
 // with eng (nil: no policy, every domain unknown); nil when g asks for none.
-func startGateway(c *core.Core, eng *engine.Engine, g gatewayOptions, logger *slog.Logger) (*gateway.Server, error) {
+func startGateway(c *core.Core, eng *engine.Engine, g gatewayOptions, tp trace.TracerProvider, logger *slog.Logger) (*gateway.Server, error) {
 	if g.rlsAddr == "" && g.httpAddr == "" {
 		return nil, nil
 	}
 	if eng == nil {
 		eng = engine.New(c.Store(), nil)
 	}
-	cfg := gateway.Config{Decider: eng, Now: c.Now, Serving: c.IsPrimary, Logger: logger, ShadowMode: g.shadowMode,
+	cfg := gateway.Config{Decider: eng, Now: c.Now, Serving: c.IsPrimary, Logger: logger, ShadowMode: g.shadowMode, TracerProvider: tp,
 		Registerer: c.Registry()}
 	if g.headers {
 		cfg.Headers = gateway.Headers{

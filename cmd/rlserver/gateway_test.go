@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/gateway"
 	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/tracing"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -39,7 +40,9 @@ func TestRatelimitEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := gatewayOptions{limits: "/data/ratelimit/config", rlsAddr: "0.0.0.0:8081", httpAddr: "0.0.0.0:8080"}
+	// The -tracing flags' defaults, theirs.
+	tracingDefaults := tracingOptions{cfg: tracing.Config{ServiceName: "RateLimit", SamplingRate: 1, Protocol: "http"}}
+	want := gatewayOptions{limits: "/data/ratelimit/config", rlsAddr: "0.0.0.0:8081", httpAddr: "0.0.0.0:8080", tracing: tracingDefaults}
 	if o.gw != want || o.level != slog.LevelDebug {
 		t.Errorf("Istio's env: %+v level %v, want %+v debug", o.gw, o.level, want)
 	}
@@ -52,7 +55,7 @@ func TestRatelimitEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = gatewayOptions{limits: "/srv/rl", rlsAddr: "127.0.0.1:9001", httpAddr: "127.0.0.1:1", headers: true, shadowMode: true,
-		names: gateway.Headers{Remaining: "X-RateLimit-Remaining"}}
+		names: gateway.Headers{Remaining: "X-RateLimit-Remaining"}, tracing: tracingDefaults}
 	if o.gw != want || o.metricsAddr != "127.0.0.1:9102" || o.level != slog.LevelDebug {
 		t.Errorf("env under a flag: %+v metrics %q level %v, want %+v", o.gw, o.metricsAddr, o.level, want)
 	}

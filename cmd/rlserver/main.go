@@ -383,7 +383,19 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 			return err
 		}
 	}
-	gw, err := startGateway(c, eng, opts.gw, logger)
+	tp, err := startTracing(ctx, opts.gw.tracing)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if tp != nil {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err = errors.Join(err, tp.Shutdown(sctx)) // the spans still batched
+		}()
+	}
+	gw, err := startGateway(c, eng, opts.gw, traceProvider(tp), logger)
 	if err != nil {
 		ln.Close()
 		return err
