@@ -63,6 +63,12 @@ func flagValue(args []string, name string) string {
 // container declares exactly the image's ports, listens on them, on 0.0.0.0, and reads
 // -limits from a whole-directory ConfigMap mount (so the ..data swap reaches it).
 func checkPod(where string, spec corev1.PodSpec, im image) []error {
+	return checkPodWith(where, spec, func(c corev1.Container) []error { return checkRlserver(where, spec, c, im) })
+}
+
+// checkPodWith checks what checkPod does of every container (user, root, privileges,
+// resources, probes on declared ports) and hands each rlserver container to rlserver.
+func checkPodWith(where string, spec corev1.PodSpec, rlserver func(corev1.Container) []error) []error {
 	var errs []error
 	fail := func(c, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: container %s: %s", where, c, fmt.Sprintf(format, args...)))
@@ -123,7 +129,7 @@ func checkPod(where string, spec corev1.PodSpec, im image) []error {
 			}
 		}
 		if strings.Contains(c.Image, "rlserver") {
-			errs = append(errs, checkRlserver(where, spec, c, im)...)
+			errs = append(errs, rlserver(c)...)
 		}
 	}
 	return errs
@@ -161,6 +167,18 @@ func checkRlserver(where string, spec corev1.PodSpec, c corev1.Container, im ima
 	if limits != im.volume {
 		fail("-limits %q, the image's volume is %q", limits, im.volume)
 	}
+	return append(errs, checkVolumes(where, spec, c, args)...)
+}
+
+// checkVolumes checks that the -limits of args is a whole ConfigMap mounted as a
+// directory and that what rlserver writes (the snapshot, a config file) is on a
+// writable volume.
+func checkVolumes(where string, spec corev1.PodSpec, c corev1.Container, args []string) []error {
+	var errs []error
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: container %s: %s", where, c.Name, fmt.Sprintf(format, args...)))
+	}
+	limits := flagValue(args, "-limits")
 	mounted := false
 	for _, m := range c.VolumeMounts {
 		if m.MountPath != limits {
@@ -297,7 +315,13 @@ func checkManifests(t *testing.T, files map[string][]byte) []error {
 	for where, tmpl := range pods {
 		errs = append(errs, checkPod(where, tmpl.Spec, im)...)
 	}
-	// Every Service selects a pod of these files and targets ports it declares.
+	return append(errs, checkServices(services, pods)...)
+}
+
+// checkServices checks that every Service selects a pod of pods and targets ports it
+// declares.
+func checkServices(services []object, pods map[string]corev1.PodTemplateSpec) []error {
+	var errs []error
 	for _, o := range services {
 		svc := o.obj.(*corev1.Service)
 		var matched []corev1.PodTemplateSpec

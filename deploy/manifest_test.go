@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -33,6 +34,7 @@ var kinds = map[string]func() any{
 	"apps/v1/StatefulSet":                      func() any { return new(appsv1.StatefulSet) },
 	"policy/v1/PodDisruptionBudget":            func() any { return new(policyv1.PodDisruptionBudget) },
 	"networking.istio.io/v1alpha3/EnvoyFilter": func() any { return new(envoyFilter) },
+	"monitoring.coreos.com/v1/ServiceMonitor":  func() any { return new(monitoringv1.ServiceMonitor) },
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
