@@ -14,6 +14,7 @@ import (
 	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/rlserver/rlserver/internal/launch"
 	"github.com/rlserver/rlserver/internal/poll"
@@ -121,4 +122,42 @@ func copyFile(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestXDSForceStart: with FORCE_START_WITHOUT_INITIAL_CONFIG and the xDS server down,
+// rlserver serves at once with no policy (every domain unknown, so OK); once the
+// server comes up on its address, its policy is in force.
+func TestXDSForceStart(t *testing.T) {
+	ca := testpki.NewCA(t, "xds")
+	addrs, err := launch.FreeAddrs(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ca.Client(t, "rlserver")
+	o, err := parseFlags([]string{"-addr", addrs[0], "-rls-addr", addrs[1], "-xds-server", addrs[2], "-xds-node-id", xdstest.NodeID,
+		"-xds-tls", "-xds-tls-cert", client.CertFile, "-xds-tls-key", client.KeyFile, "-xds-tls-ca", ca.CertFile, "-xds-tls-san", "localhost",
+		"-xds-force-start"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := runUntilEnd(t, o)
+	conn, err := grpc.NewClient(addrs[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rls := pb.NewRateLimitServiceClient(conn)
+	req := &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: "ann"}}}}}
+	limit := func() (uint32, error) {
+		r, err := rls.ShouldRateLimit(ctx, req)
+		if err != nil || r.Statuses[0].CurrentLimit == nil {
+			return 0, err
+		}
+		return r.Statuses[0].CurrentLimit.RequestsPerUnit, nil
+	}
+	poll.Until(t, 10*time.Second, "serving without a policy", func() bool { n, err := limit(); return err == nil && n == 0 })
+
+	m := xdstest.Start(t, ca.Server(t), ca, addrs[2])
+	m.Set(t, "1", xdstest.Edge(3, rlsconf.RateLimitUnit_MINUTE))
+	poll.Until(t, 15*time.Second, "the policy once the server is up", func() bool { n, _ := limit(); return n == 3 })
 }
