@@ -74,7 +74,7 @@ func (b luaBackend) decide(ctx context.Context, key string, r algo.Request) (alg
 }
 
 // errLuaReserve: the reference scripts have no RESERVE.
-var errLuaReserve = fmt.Errorf("%w: a reserve (WithReserve, Priorities) needs rlserver or the embedded backend, not Lua", ErrBadLimit)
+var errLuaReserve = fmt.Errorf("%w: a reserve (WithReserve, Priorities, AcquireReserving) needs rlserver or the embedded backend, not Lua", ErrBadLimit)
 
 // eval runs sc by its SHA1, and by its source when the server does not have it.
 func (b luaBackend) eval(ctx context.Context, sc lua.Script, keys []string, args []any) *redis.Cmd {
@@ -126,6 +126,9 @@ func (b luaBackend) decideAll(ctx context.Context, rules []algo.Rule) (bool, []a
 func (b luaBackend) acquire(ctx context.Context, key string, r algo.LeaseRequest) (algo.LeaseDecision, error) {
 	if err := checkLeaseLimit(r, b.maxLogLimit); err != nil {
 		return algo.LeaseDecision{}, err
+	}
+	if r.Reserve > 0 {
+		return algo.LeaseDecision{}, errLuaReserve
 	}
 	// An empty id asks the script to draw one; the client never sends an empty ID.
 	return leaseDecision(b.eval(ctx, scriptAcquire, []string{key}, []any{r.Limit, r.Duration / 1000, string(r.ID)}))

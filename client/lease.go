@@ -47,7 +47,19 @@ type Lease struct {
 // EmbeddedOptions: a lease costs what a log entry does); ttl is a whole number of
 // milliseconds up to 365 days. Work longer than ttl must Renew.
 func (c *Client) Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (*Lease, error) {
-	return c.acquire(ctx, key, nil, limit, ttl)
+	return c.acquire(ctx, key, algo.LeaseRequest{}, limit, ttl)
+}
+
+// AcquireReserving is Acquire keeping reserve of the limit's places for callers
+// without a reserve (RL.ACQUIRE's RESERVE): a lease is taken only while fewer than
+// limit − reserve are live, so sheddable work never takes the last places critical
+// work needs. reserve is 0 to limit; rlserver and the embedded backend have it, the
+// Lua backend answers ErrBadLimit.
+func (c *Client) AcquireReserving(ctx context.Context, key string, limit, reserve int, ttl time.Duration) (*Lease, error) {
+	if reserve < 0 || reserve > limit {
+		return nil, fmt.Errorf("%w: lease reserve must be between 0 and the limit %d, got %d", ErrBadLimit, limit, reserve)
+	}
+	return c.acquire(ctx, key, algo.LeaseRequest{Reserve: int64(reserve)}, limit, ttl)
 }
 
 // AcquireID is Acquire with the lease's id chosen by the caller (1 to 128 bytes,
@@ -57,10 +69,11 @@ func (c *Client) AcquireID(ctx context.Context, key, id string, limit int, ttl t
 	if len(id) == 0 || len(id) > algo.MaxLeaseID {
 		return nil, fmt.Errorf("%w: lease id must be 1 to %d bytes, got %d", ErrBadLimit, algo.MaxLeaseID, len(id))
 	}
-	return c.acquire(ctx, key, []byte(id), limit, ttl)
+	return c.acquire(ctx, key, algo.LeaseRequest{ID: []byte(id)}, limit, ttl)
 }
 
-func (c *Client) acquire(ctx context.Context, key string, id []byte, limit int, ttl time.Duration) (*Lease, error) {
+// acquire takes a lease of r's ID and Reserve, limit places for ttl.
+func (c *Client) acquire(ctx context.Context, key string, r algo.LeaseRequest, limit int, ttl time.Duration) (*Lease, error) {
 	if limit < 1 || int64(limit) > maxCount {
 		return nil, fmt.Errorf("%w: lease limit must be between 1 and %d, got %d", ErrBadLimit, maxCount, limit)
 	}
@@ -68,7 +81,7 @@ func (c *Client) acquire(ctx context.Context, key string, id []byte, limit int, 
 	if err != nil {
 		return nil, err
 	}
-	r := algo.LeaseRequest{Limit: int64(limit), Duration: duration, ID: id}
+	r.Limit, r.Duration = int64(limit), duration
 	var d algo.LeaseDecision
 	local, err := c.remote(ctx, func(ctx context.Context) (err error) {
 		d, err = c.backend.acquire(ctx, key, r)

@@ -194,3 +194,40 @@ func TestBackendsAgreeLeases(t *testing.T) {
 		}
 	}
 }
+
+// TestAcquireReserving: of 3 places, callers reserving 1 take 2 and are refused the
+// third, which a caller without a reserve still takes; a reserve outside 0..limit is
+// ErrBadLimit with nothing taken; the Lua backend, which has no RESERVE, says so.
+func TestAcquireReserving(t *testing.T) {
+	for _, bk := range backends {
+		t.Run(bk.name, func(t *testing.T) {
+			b := bk.open(t)
+			b.setNow(t, t0)
+			ctx := context.Background()
+			c := b.client
+			if bk.name == "redis+lua" {
+				if _, err := c.AcquireReserving(ctx, "pool", 3, 1, 10*sec); !errors.Is(err, client.ErrBadLimit) || !strings.Contains(err.Error(), "not Lua") {
+					t.Fatalf("Lua: %v, want ErrBadLimit saying it needs rlserver", err)
+				}
+				return
+			}
+			for _, bad := range []int{-1, 4} {
+				if l, err := c.AcquireReserving(ctx, "pool", 3, bad, 10*sec); l != nil || !errors.Is(err, client.ErrBadLimit) {
+					t.Fatalf("reserve %d: %v, %v; want ErrBadLimit", bad, l, err)
+				}
+			}
+			for i, want := range []bool{true, true, false} {
+				l, err := c.AcquireReserving(ctx, "pool", 3, 1, 10*sec)
+				if err != nil || l.Acquired != want {
+					t.Fatalf("reserving call %d: %+v, %v; want acquired %v", i+1, l, err, want)
+				}
+			}
+			if l, err := c.Acquire(ctx, "pool", 3, 10*sec); err != nil || !l.Acquired {
+				t.Fatalf("the reserved place, without a reserve: %+v, %v", l, err)
+			}
+			if l, err := c.Acquire(ctx, "pool", 3, 10*sec); err != nil || l.Acquired {
+				t.Fatalf("a fourth lease of 3: %+v, %v", l, err)
+			}
+		})
+	}
+}
