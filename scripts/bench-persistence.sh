@@ -75,3 +75,20 @@ stop
 echo
 printf 'replay of %s keys: log %s bytes (%s calls) in %ss, snapshot %s bytes in %ss: %s\n' "$keys" "$logbytes" \
   "$((KEYS * 3))" "$aof_s" "$snapbytes" "$snap_s" "$(ratio "$aof_s" "$snap_s")"
+
+# Log bytes per decision: N RL.TOKEN decisions over 1M users into rlserver's log, and
+# the same decisions by the reference Lua script (lua/common.lua + lua/token.lua) into
+# Redis's AOF (no rewrite on either side, so every write is in the log).
+rl bytes --appendonly yes --auto-aof-rewrite-percentage 0
+taskset -c 1 redis-benchmark -p "$PORT" -c "$CLIENTS" -r 1000000 -n "$N" -P 16 -q "${token[@]}" >/dev/null
+rlbytes=$(du -cb "$tmp/bytes/appendonlydir" | tail -1 | cut -f1)
+stop
+redis redis-bytes --appendonly yes --auto-aof-rewrite-percentage 0
+cat lua/common.lua lua/token.lua >"$tmp/token.lua"
+sha=$(redis-cli -p "$PORT" script load "$(cat "$tmp/token.lua")")
+taskset -c 1 redis-benchmark -p "$PORT" -c "$CLIENTS" -r 1000000 -n "$N" -P 16 -q \
+  EVALSHA "$sha" 1 "user:__rand_int__" 100 1000 1 0 0 >/dev/null
+redisbytes=$(du -cb "$tmp/redis-bytes/appendonlydir" | tail -1 | cut -f1)
+stop
+awk -v n="$N" -v a="$rlbytes" -v b="$redisbytes" 'BEGIN {
+  printf "log bytes per decision, %d RL.TOKEN: rlserver %.1f, Redis + Lua AOF %.1f: %.2fx\n", n, a / n, b / n, a / b }'
