@@ -26,6 +26,9 @@ import (
 // (PORT, HOST) would otherwise change what parseFlags returns.
 func init() { getenv = func(string) string { return "" } }
 
+// tracingDefaults are the -tracing flags' defaults, envoyproxy/ratelimit's.
+var tracingDefaults = tracingOptions{cfg: tracing.Config{ServiceName: "RateLimit", SamplingRate: 1, Protocol: "http"}}
+
 // envOf is getenv over m.
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
@@ -40,8 +43,6 @@ func TestRatelimitEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The -tracing flags' defaults, theirs.
-	tracingDefaults := tracingOptions{cfg: tracing.Config{ServiceName: "RateLimit", SamplingRate: 1, Protocol: "http"}}
 	want := gatewayOptions{limits: "/data/ratelimit/config", rlsAddr: "0.0.0.0:8081", httpAddr: "0.0.0.0:8080", tracing: tracingDefaults}
 	if o.gw != want || o.level != slog.LevelDebug {
 		t.Errorf("Istio's env: %+v level %v, want %+v debug", o.gw, o.level, want)

@@ -104,6 +104,7 @@ func TestParseFlags(t *testing.T) {
 		if !tc.ok && !strings.Contains(out.String(), "Usage: rlserver") {
 			t.Errorf("%q: the error is not followed by the usage:\n%s", tc.args, out.String())
 		}
+		tc.want.gw.tracing = tracingDefaults
 		if tc.ok && !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%q: got %+v, want %+v", tc.args, got, tc.want)
 		}
@@ -126,7 +127,7 @@ func TestConfigFile(t *testing.T) {
 	want := options{addr: "127.0.0.1:7000", level: slog.LevelInfo, cfg: resp.Config{Config: core.Config{MaxLogLimit: 100_000, ReplicaOf: "10.0.0.1 6380", SnapshotInterval: time.Second},
 		MaxClients: 5, RequirePass: "p w", EnableDebugCommand: true,
 		ProtoMaxBulkLen: 512 << 20, SlowlogLogSlowerThan: 500 * time.Microsecond,
-		ConfigFile: path}}
+		ConfigFile: path}, gw: gatewayOptions{tracing: tracingDefaults}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
 	}

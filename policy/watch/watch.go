@@ -77,14 +77,16 @@ func watch(ctx context.Context, path string, e Target, log *slog.Logger, ready c
 			for _, dir := range watchDirs(path) {
 				_ = w.Add(dir) // already watched: no-op; gone: the load below says so
 			}
+			// Logged before counted: whoever sees the count finds the line.
 			p, err := config.Load(path)
-			e.LoadResult(err)
 			if err != nil {
 				log.Error("policy not reloaded, the one in force stays", "path", path, "err", err)
+				e.LoadResult(err)
 				continue
 			}
 			e.SetPolicy(p)
 			log.Info("policy reloaded", "path", path, "domains", len(p.Domains()))
+			e.LoadResult(nil)
 		}
 	}
 }
