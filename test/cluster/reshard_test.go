@@ -543,10 +543,14 @@ func TestReshardFix(t *testing.T) {
 	if err := reshard.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Killed while the new node is importing a slot: redis-cli has marked it open on
-	// both nodes and may have moved some of its keys.
+	// Killed while the new node is importing a slot: redis-cli has marked it open and
+	// may have moved some of its keys. redis-cli is frozen before each look, so the
+	// slot seen open is still open when it is killed.
 	time.Sleep(time.Second)
 	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := freeze(reshard.Process); err != nil {
+			t.Fatal(err)
+		}
 		text, err := nodes[3].proc.client.ClusterNodes(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -557,6 +561,10 @@ func TestReshardFix(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the new node never imported a slot")
 		}
+		if err := thaw(reshard.Process); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // redis-cli runs on between looks
 	}
 	reshard.Process.Kill()
 	reshard.Wait()
