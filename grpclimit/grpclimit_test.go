@@ -96,9 +96,15 @@ func userKey(ctx context.Context, method string) string {
 	return first(md.Get("user"))
 }
 
+// most is the longest pushback newRateLimiter's refusal tells, in ms: its minute and
+// the spread's most.
+const most = int((time.Minute + spread.MaxJitter) / time.Millisecond)
+
+// newRateLimiter limits by user to 2 calls a minute, on an embedded client whose
+// clock stands still: a refusal's wait is always the same 60 s, but for its spread.
 func newRateLimiter(t *testing.T) *RateLimiter {
 	t.Helper()
-	c, err := client.NewEmbedded()
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: func() time.Time { return time.Unix(1_750_000_020, 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +118,6 @@ func newRateLimiter(t *testing.T) *RateLimiter {
 // TestRateLimitUnaryAndStream: past 2 calls a minute, unary calls and streams are
 // refused before their handlers, told the window's end spread by up to a second.
 func TestRateLimitUnaryAndStream(t *testing.T) {
-	most := int((time.Minute + spread.MaxJitter) / time.Millisecond)
 	r := newRateLimiter(t)
 	svc := &testService{ran: make(chan string, 100)}
 	conn := serve(t, svc, grpc.ChainUnaryInterceptor(r.UnaryServerInterceptor()), grpc.ChainStreamInterceptor(r.StreamServerInterceptor()))
@@ -165,7 +170,7 @@ func TestGoGRPCMiddleware(t *testing.T) {
 	tc.UnaryCall(ctx, &testpb.SimpleRequest{})
 	var tr metadata.MD
 	_, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{}, grpc.Trailer(&tr))
-	refusal(t, "through go-grpc-middleware", err, tr, codes.ResourceExhausted, 60000)
+	refusal(t, "through go-grpc-middleware", err, tr, codes.ResourceExhausted, most)
 }
 
 func TestNewRateLimiterBadConfig(t *testing.T) {
