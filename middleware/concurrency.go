@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -134,9 +133,7 @@ func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Re
 		l.fail(r, fmt.Errorf("concurrency %q: %w", l.conc.Name, err))
 		closed := l.fallback == FallbackClosed
 		if closed {
-			clearInformational(h)
-			h.Set("Retry-After", "1")
-			writeDenied(w, "rate_limited", time.Second)
+			refuseClosed(w)
 		}
 		return nil, true, closed
 	case !lease.Acquired:
@@ -145,8 +142,7 @@ func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Re
 		// Rounded to the nearest second, not up: the wait is an estimate (when the
 		// earliest handler is expected to return), and rounding it up would tell
 		// every client up to a second too late.
-		h.Set("Retry-After", strconv.FormatInt(max(1, int64((lease.RetryAfter+time.Second/2)/time.Second)), 10))
-		writeDenied(w, "concurrency_limited", lease.RetryAfter)
+		refuse(w, "concurrency_limited", lease.RetryAfter, true)
 		return nil, false, true
 	}
 	return lease, false, false

@@ -129,7 +129,7 @@ type Fallback uint8
 // The fallbacks.
 const (
 	FallbackOpen   Fallback = iota // serve the request, unlimited
-	FallbackClosed                 // refuse it: 429, Retry-After: 1
+	FallbackClosed                 // refuse it: 429, a wait of a second (spread)
 	FallbackLocal                  // decide it in-process at this replica's share (client.Options.Fallback)
 )
 

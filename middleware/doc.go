@@ -36,8 +36,11 @@
 //
 //	{"error":"rate_limited","retryAfterMs":2}
 //
-// The body holds the exact wait in ms: Retry-After cannot say less than a second, and
-// clients all told "1" would all come back at the same instant. A denied request
+// The body holds the wait in ms: Retry-After cannot say less than a second, and
+// clients all told "1" would all come back at the same instant. Every refusal's wait
+// (these two, and a concurrency or fallback refusal's) is spread: the true wait plus a
+// random jitter of up to a tenth of it (10 ms at least, a second at most), never less,
+// so that clients refused together come back apart. A denied request
 // carries the figures of the one limit that denied it (of several, the one with the
 // longest wait: the request passes only when all admit), never a mix of two limits':
 // the others consumed nothing. An allowed request carries the same informational
@@ -89,8 +92,9 @@
 //
 // When the limiter fails (an error, or no answer within Config.Timeout, 50 ms by
 // default), Config.Fallback decides. FallbackOpen (the default) serves the request as
-// if allowed. FallbackClosed refuses it with 429, Retry-After: 1 and the same body
-// (retryAfterMs 1000), without X-RateLimit fields, there being no figures to give.
+// if allowed. FallbackClosed refuses it with 429 and a wait of a second (spread: the
+// body's retryAfterMs 1000 to 1100, Retry-After 2 once rounded up), without X-RateLimit
+// fields, there being no figures to give.
 // Not 503: that would tell the load balancer this node is sick, when it is the shared
 // limiter that is. FallbackLocal goes on limiting: the Client (made with
 // client.Options.Fallback) decides in-process at this replica's share of each limit,

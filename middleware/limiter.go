@@ -181,9 +181,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	if failure != nil {
 		l.fail(r, failure)
 		if l.fallback == FallbackClosed {
-			clearInformational(h)
-			h.Set("Retry-After", "1")
-			writeDenied(w, "rate_limited", time.Second)
+			refuseClosed(w)
 			return
 		}
 	}
@@ -192,8 +190,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		// The refusing dimension's figures only: the others' r would be what they
 		// would have left had the request passed, and it consumed nothing there.
 		setHeaders(h, []string{denied.dim.policy}, []decided{denied}, denied)
-		h.Set("Retry-After", strconv.FormatInt(max(1, ceilDiv(denied.res.RetryAfter, time.Second)), 10))
-		writeDenied(w, "rate_limited", denied.res.RetryAfter)
+		refuse(w, "rate_limited", denied.res.RetryAfter, false)
 		return
 	}
 	var wait time.Duration

@@ -130,7 +130,9 @@ printf '%-10s %3s %12s %12s %7s %9s %9s\n' redis-incr 16 - "$incr_rps" - - "$inc
 # RL.TOKEN at -P 16 against Redis's INCR (a keyed write without a TTL) and SET PX (the
 # cheapest keyed write with one), at -P 1 against PING; then a CPU profile of rlserver
 # over a second RL.TOKEN -P 16 run: the share under ttl.(*Wheel).Advance, which every
-# expiry goes through (the wheels' walks and the removals). Needs taskset, curl, 2 CPUs.
+# expiry goes through (the wheels' walks and the removals), or under store.(*Store).Expire,
+# the background pass that also takes each shard's lock and frees idle chunks. Needs
+# taskset, curl, 2 CPUs.
 if [[ " $ALGOS " == *" percore "* ]]; then
   if ! command -v taskset >/dev/null || ! command -v curl >/dev/null || [ "$(getconf _NPROCESSORS_ONLN)" -lt 2 ]; then
     echo "percore: needs taskset, curl and 2 CPUs (BENCH_ALGOS without percore runs the rest)" >&2
@@ -163,8 +165,8 @@ if [[ " $ALGOS " == *" percore "* ]]; then
   prof_pid=$!
   N=$((6 * N)) bench "$PERCORE_PORT" 16 "${tok[@]}" >/dev/null
   wait "$prof_pid"
-  # -focus keeps the samples under Advance; the header gives their share of all.
-  go tool pprof -top -nodefraction=0 -nodecount=100000 -focus='ttl\.\(\*Wheel\)\.Advance$' "$tmp/rlserver-pprof" "$tmp/cpu.pb.gz" 2>/dev/null |
+  # -focus keeps the samples under either; the header gives their share of all.
+  go tool pprof -top -nodefraction=0 -nodecount=100000 -focus='ttl\.\(\*Wheel\)\.Advance$|store\.\(\*Store\)\.Expire$' "$tmp/rlserver-pprof" "$tmp/cpu.pb.gz" 2>/dev/null |
     awk -v s="$secs" '/^Showing nodes accounting for/ { gsub(",", ""); printf "expiry: %s of rlserver'"'"'s CPU (%s of %s, a %d s profile of RL.TOKEN -P 16)\n", $6, $5, $8, s; found = 1 }
-      END { if (!found) print "expiry: no sample under ttl.(*Wheel).Advance" }'
+      END { if (!found) print "expiry: no sample under ttl.(*Wheel).Advance or store.(*Store).Expire" }'
 fi
