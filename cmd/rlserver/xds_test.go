@@ -110,6 +110,28 @@ func TestEnvoyGatewayEnv(t *testing.T) {
 		r, err := rls.ShouldRateLimit(ctx, req)
 		return err == nil && r.OverallCode == pb.RateLimitResponse_OK
 	})
+	// A bad version 3 is NACKed: /rlconfig still shows version 2, the metrics count
+	// both loads and the failure.
+	xdsSrv.Set(t, "3", xdstest.Edge(7, rlsconf.RateLimitUnit_UNKNOWN))
+	poll.Until(t, 5*time.Second, "version 3 NACKed", func() bool { return len(xdsSrv.NACKs()) > 0 })
+	get := func(c *http.Client, url string) string {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	if cfg := get(web, "https://"+addrs[2]+"/rlconfig"); !strings.Contains(cfg, "# policy xds version 2:") || !strings.Contains(cfg, "edge.user: 10 per minute") {
+		t.Errorf("/rlconfig after the NACK, want version 2's policy:\n%s", cfg)
+	}
+	metrics := get(http.DefaultClient, "http://"+addrs[3]+"/metrics")
+	for _, want := range []string{`rlserver_policy_loads_total{result="success"} 2`, `rlserver_policy_loads_total{result="error"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s:\n%.2000s", want, metrics)
+		}
+	}
 }
 
 // copyFile copies src to dst.
