@@ -58,23 +58,33 @@ func dialURL(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("client: Open: %w", err)
 		}
-		o.ContextTimeoutEnabled = true
-		o.DialerRetries = orDefault(o.DialerRetries, 1)
-		return redis.NewFailoverClient(o), nil
+		safe(&o.ContextTimeoutEnabled, &o.DialerRetries, &o.PipelinePoolSize)
+		return gate(redis.NewFailoverClient(o)), nil
 	case q.Has("addr"):
 		o, err := redis.ParseClusterURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("client: Open: %w", err)
 		}
-		o.ContextTimeoutEnabled = true
-		o.DialerRetries = orDefault(o.DialerRetries, 1)
+		safe(&o.ContextTimeoutEnabled, &o.DialerRetries, &o.PipelinePoolSize)
+		o.NewClient = func(o *redis.Options) *redis.Client { return gate(redis.NewClient(o)) } // a gate per node
 		return redis.NewClusterClient(o), nil
 	}
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("client: Open: %w", err)
 	}
-	o.ContextTimeoutEnabled = true
-	o.DialerRetries = orDefault(o.DialerRetries, 1)
-	return redis.NewClient(o), nil
+	safe(&o.ContextTimeoutEnabled, &o.DialerRetries, &o.PipelinePoolSize)
+	return gate(redis.NewClient(o)), nil
+}
+
+// safe sets Open's defaults on a URL's options, where the URL set none: context
+// deadlines honoured; one dial per attempt (go-redis's default dials 5 times 100 ms
+// apart, on a goroutine of its own, and leaves a caller with a shorter budget only
+// its context's error); pipelines on the main pool (PipelinePoolSize -1): with
+// go-redis's dedicated pipeline pool, a pipeline whose dial fails there dials again
+// in the main pool, and both failures are logged.
+func safe(contextTimeout *bool, dialerRetries, pipelinePoolSize *int) {
+	*contextTimeout = true
+	*dialerRetries = orDefault(*dialerRetries, 1)
+	*pipelinePoolSize = orDefault(*pipelinePoolSize, -1)
 }
