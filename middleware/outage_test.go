@@ -47,9 +47,10 @@ func (g *goRedisLog) count() int {
 // TestQuietOutage kills a real rlserver process (SIGKILL) twice under a steady load
 // through a Limiter on client.Open's client, in each fallback mode: go-redis logs at
 // most one line per outage (its first failed pool dial, if any), however many
-// requests the outage meets, and the Limiter says once per outage that the limiter is back. The outages
-// are counted in requests, served at about 1000 a second by 8 goroutines, so that
-// the breaker probes several times (after 100, 200, 400, 800 ms of backoff...).
+// requests the outage meets, and the Limiter says once per outage that the limiter
+// is back. The outages are counted in requests, served at about 1000 a second by 8
+// goroutines, so that the breaker probes several times (after 100, 200, 400, 800 ms
+// of backoff...).
 func TestQuietOutage(t *testing.T) {
 	bin := testenv.RLServerBin(t)
 	var goRedis goRedisLog
