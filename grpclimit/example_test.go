@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -69,10 +70,17 @@ func ExampleRateLimiter() {
 	for range 3 {
 		var trailer metadata.MD
 		_, err := testpb.NewTestServiceClient(conn).EmptyCall(ctx, &testpb.Empty{}, grpc.Trailer(&trailer))
-		fmt.Println(status.Code(err), trailer.Get(grpclimit.PushbackKey))
+		if err == nil {
+			fmt.Println("OK")
+			continue
+		}
+		// The 60 s to the window's end, spread by up to a second so that callers
+		// refused together do not come back together.
+		ms, _ := strconv.Atoi(trailer.Get(grpclimit.PushbackKey)[0])
+		fmt.Printf("%v, pushback 60 s to 61 s: %v\n", status.Code(err), ms >= 60_000 && ms <= 61_000)
 	}
 	// Output:
-	// OK []
-	// OK []
-	// ResourceExhausted [60000]
+	// OK
+	// OK
+	// ResourceExhausted, pushback 60 s to 61 s: true
 }

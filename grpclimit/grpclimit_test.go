@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/spread"
 	"github.com/rlserver/rlserver/shed"
 )
 
@@ -95,9 +96,15 @@ func userKey(ctx context.Context, method string) string {
 	return first(md.Get("user"))
 }
 
+// most is the longest pushback newRateLimiter's refusal tells, in ms: its minute and
+// the spread's most.
+const most = int((time.Minute + spread.MaxJitter) / time.Millisecond)
+
+// newRateLimiter limits by user to 2 calls a minute, on an embedded client whose
+// clock stands still: a refusal's wait is always the same 60 s, but for its spread.
 func newRateLimiter(t *testing.T) *RateLimiter {
 	t.Helper()
-	c, err := client.NewEmbedded()
+	c, err := client.NewEmbedded(client.EmbeddedOptions{Clock: func() time.Time { return time.Unix(1_750_000_020, 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +115,8 @@ func newRateLimiter(t *testing.T) *RateLimiter {
 	return r
 }
 
+// TestRateLimitUnaryAndStream: past 2 calls a minute, unary calls and streams are
+// refused before their handlers, told the window's end spread by up to a second.
 func TestRateLimitUnaryAndStream(t *testing.T) {
 	r := newRateLimiter(t)
 	svc := &testService{ran: make(chan string, 100)}
@@ -121,14 +130,24 @@ func TestRateLimitUnaryAndStream(t *testing.T) {
 	}
 	var tr metadata.MD
 	_, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{}, grpc.Trailer(&tr))
-	refusal(t, "third unary call", err, tr, codes.ResourceExhausted, 60000)
+	refusal(t, "third unary call", err, tr, codes.ResourceExhausted, most)
+	// Callers refused together are told waits spread over the jitter, not one.
+	told := map[string]bool{}
+	for range 50 {
+		_, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{}, grpc.Trailer(&tr))
+		refusal(t, "a refused call", err, tr, codes.ResourceExhausted, most)
+		told[first(tr.Get(PushbackKey))] = true
+	}
+	if len(told) < 25 {
+		t.Errorf("50 refused calls were told %d different pushbacks, want them spread", len(told))
+	}
 
 	st, err := tc.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = st.Recv()
-	refusal(t, "stream over the limit", err, st.Trailer(), codes.ResourceExhausted, 60000)
+	refusal(t, "stream over the limit", err, st.Trailer(), codes.ResourceExhausted, most)
 
 	bob := metadata.AppendToOutgoingContext(context.Background(), "user", "bob")
 	if _, err := tc.UnaryCall(bob, &testpb.SimpleRequest{}); err != nil {
@@ -151,7 +170,7 @@ func TestGoGRPCMiddleware(t *testing.T) {
 	tc.UnaryCall(ctx, &testpb.SimpleRequest{})
 	var tr metadata.MD
 	_, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{}, grpc.Trailer(&tr))
-	refusal(t, "through go-grpc-middleware", err, tr, codes.ResourceExhausted, 60000)
+	refusal(t, "through go-grpc-middleware", err, tr, codes.ResourceExhausted, most)
 }
 
 func TestNewRateLimiterBadConfig(t *testing.T) {

@@ -36,8 +36,11 @@
 //
 //	{"error":"rate_limited","retryAfterMs":2}
 //
-// The body holds the exact wait in ms: Retry-After cannot say less than a second, and
-// clients all told "1" would all come back at the same instant. A denied request
+// The body holds the wait in ms: Retry-After cannot say less than a second, and
+// clients all told "1" would all come back at the same instant. Every refusal's wait
+// (these two, and a concurrency or fallback refusal's) is spread: the true wait plus a
+// random jitter of up to a tenth of it (10 ms at least, a second at most), never less,
+// so that clients refused together come back apart. A denied request
 // carries the figures of the one limit that denied it (of several, the one with the
 // longest wait: the request passes only when all admit), never a mix of two limits':
 // the others consumed nothing. An allowed request carries the same informational
@@ -84,13 +87,31 @@
 // (client.Result.RetryAfter) before the handler runs, and a client that leaves
 // meanwhile is not served. It holds its concurrency lease while it waits.
 //
-// Health checks bypass the limiter (Config.HealthPaths): a limiter that sheds them gets
-// the node pulled from the load balancer, its load moved to the others, and so on.
+// Priorities keep part of every limit for the requests that matter most, by the names
+// and shares a policy's priorities use: Config.Priorities (client.NewPriorities) and
+// Config.Priority, which names a request's class,
+//
+//	p, err := client.NewPriorities(client.Class{Name: "critical"}, client.Class{Name: "sheddable", ReservePercent: 20})
+//	lim, err := middleware.New(middleware.Config{Client: rl, Priorities: p,
+//		Priority:   func(r *http.Request) string { return r.Header.Get("X-Priority") },
+//		Dimensions: []middleware.Dimension{{Name: "ip", By: middleware.ByIP, Limit: client.Fixed(100, time.Minute)}}})
+//
+// so that sheddable requests stop at 80 of the 100 and critical ones have the last 20
+// (RL.ALL's RESERVE, and RL.ACQUIRE's for a Concurrency limit's places). An unknown
+// name is the lowest class. Config.Shedder puts a shed.Shedder in front, by the same
+// names: when the service itself is over capacity, whatever the limits say, it queues
+// or sheds the lowest priorities first with a 503, before any call to the limiter
+// (docs/overload.md: limit, throttle, shed).
+//
+// Health checks bypass the limiter and the Shedder (Config.HealthPaths): a limiter that
+// sheds them gets the node pulled from the load balancer, its load moved to the others,
+// and so on.
 //
 // When the limiter fails (an error, or no answer within Config.Timeout, 50 ms by
 // default), Config.Fallback decides. FallbackOpen (the default) serves the request as
-// if allowed. FallbackClosed refuses it with 429, Retry-After: 1 and the same body
-// (retryAfterMs 1000), without X-RateLimit fields, there being no figures to give.
+// if allowed. FallbackClosed refuses it with 429 and a wait of a second (spread: the
+// body's retryAfterMs 1000 to 1100, Retry-After 2 once rounded up), without X-RateLimit
+// fields, there being no figures to give.
 // Not 503: that would tell the load balancer this node is sick, when it is the shared
 // limiter that is. FallbackLocal goes on limiting: the Client (made with
 // client.Options.Fallback) decides in-process at this replica's share of each limit,

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/spread"
 )
 
 // policyItem is d's RateLimit-Policy item: "name";q=quota[;w=seconds].
@@ -62,6 +64,27 @@ func clearInformational(h http.Header) {
 	for _, name := range informational {
 		h.Del(name)
 	}
+}
+
+// refuse writes the 429 for a wait of d: Retry-After in whole seconds, at least 1,
+// rounded up (to the nearest second if nearest: d is an estimate), and the body. Both
+// carry d spread (internal/spread: up to a tenth more, at most a second, never less),
+// so that clients refused together do not all come back at the same instant.
+func refuse(w http.ResponseWriter, code string, d time.Duration, nearest bool) {
+	d = spread.Wait(d)
+	secs := ceilDiv(d, time.Second)
+	if nearest {
+		secs = int64((d + time.Second/2) / time.Second)
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(max(1, secs), 10))
+	writeDenied(w, code, d)
+}
+
+// refuseClosed answers a request FallbackClosed refuses: a wait of a second, and no
+// limit's figures, there being none to give.
+func refuseClosed(w http.ResponseWriter) {
+	clearInformational(w.Header())
+	refuse(w, "rate_limited", time.Second, false)
 }
 
 // writeDenied writes the 429 and its body, with the error code ("rate_limited",

@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/spread"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/middleware"
 	"github.com/rlserver/rlserver/resp"
@@ -36,14 +38,17 @@ var informational = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Ra
 	"RateLimit-Policy", "RateLimit", "Retry-After"}
 
 // checkResponse compares a response with the wanted status, body and headers; a
-// header of informational not in want must be absent.
+// header of informational not in want must be absent. A refusal's wait is spread:
+// want holds the true one, and the body's retryAfterMs and Retry-After may say more,
+// within the spread's bound (waitWithin).
 func checkResponse(t *testing.T, rec *httptest.ResponseRecorder, status int, body string, want map[string]string) {
 	t.Helper()
-	if rec.Code != status || rec.Body.String() != body {
+	if rec.Code != status || !sameBody(rec.Body.String(), body) {
 		t.Errorf("got %d %q, want %d %q", rec.Code, rec.Body.String(), status, body)
 	}
 	for name, v := range want {
-		if got := rec.Header().Values(name); len(got) != 1 || got[0] != v {
+		got := rec.Header().Values(name)
+		if len(got) != 1 || got[0] != v && (name != "Retry-After" || !waitWithin(got[0], v, time.Second)) {
 			t.Errorf("%s: %q, want %q", name, got, v)
 		}
 	}
@@ -52,6 +57,25 @@ func checkResponse(t *testing.T, rec *httptest.ResponseRecorder, status int, bod
 			t.Errorf("%s: %q, want none", name, rec.Header().Get(name))
 		}
 	}
+}
+
+// sameBody reports whether got is want, a 429 body's retryAfterMs allowed to be spread.
+func sameBody(got, want string) bool {
+	const field = `"retryAfterMs":`
+	i, j := strings.Index(got, field), strings.Index(want, field)
+	if i < 0 || j < 0 || got[:i] != want[:j] || !strings.HasSuffix(got, "}") || !strings.HasSuffix(want, "}") {
+		return got == want
+	}
+	return waitWithin(got[i+len(field):len(got)-1], want[j+len(field):len(want)-1], time.Millisecond)
+}
+
+// waitWithin reports whether got, a wait in units, is want or spread from it: never
+// less, and at most spread.Jitter(want) more (rounded up to a unit).
+func waitWithin(got, want string, unit time.Duration) bool {
+	g, err1 := strconv.ParseInt(got, 10, 64)
+	w, err2 := strconv.ParseInt(want, 10, 64)
+	jitter := spread.Jitter(time.Duration(w) * unit)
+	return err1 == nil && err2 == nil && g >= w && time.Duration(g-w)*unit <= jitter+unit
 }
 
 func TestHeaders(t *testing.T) {
@@ -209,10 +233,11 @@ func TestBackends(t *testing.T) {
 				}
 				// One request per 20 s: the 4th may come back 20 s after the 1st, less the
 				// time these requests took.
-				if resp.StatusCode != 429 || h.Get("Retry-After") != "20" || h.Get("X-RateLimit-Reset") != "60" ||
-					reply.Error != "rate_limited" || reply.RetryAfterMs <= 19_000 || reply.RetryAfterMs > 20_000 {
-					t.Fatalf("request 4: %d %s, headers %v; want 429, Retry-After 20, reset 60, retryAfterMs in (19000, 20000]",
-						resp.StatusCode, body, h)
+				most := 20_000 + spread.Jitter(20*sec).Milliseconds()
+				if resp.StatusCode != 429 || !waitWithin(h.Get("Retry-After"), "20", sec) || h.Get("X-RateLimit-Reset") != "60" ||
+					reply.Error != "rate_limited" || reply.RetryAfterMs <= 19_000 || reply.RetryAfterMs > most {
+					t.Fatalf("request 4: %d %s, headers %v; want 429, Retry-After 20 spread, reset 60, retryAfterMs in (19000, %d]",
+						resp.StatusCode, body, h, most)
 				}
 			}
 			// The key is the user and the ServeMux pattern.
@@ -513,5 +538,45 @@ func TestConcurrent(t *testing.T) {
 	}
 	if n, s := served.Load(), lim.Stats(); n != 50 || s.Allowed != 50 || s.Limited != 150 {
 		t.Fatalf("served %d, Stats %+v; want 50 allowed, 150 limited", n, s)
+	}
+}
+
+// TestRefusalsSpread: 200 clients refused by the same key in the same instant are
+// told waits spread over the jitter's second, never shorter than the window's end:
+// without the spread they would all come back within the few ms the calls took.
+func TestRefusalsSpread(t *testing.T) {
+	lim, err := middleware.New(middleware.Config{Timeout: testTimeout, Client: embeddedClient(t, false), User: userParam,
+		Dimensions: []middleware.Dimension{{Name: "user", By: middleware.ByUser, Limit: client.Fixed(1, minute)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		lim.Handler(ok).ServeHTTP(rec, httptest.NewRequest("GET", "/?user=alice", nil))
+		return rec
+	}
+	if rec := serve(); rec.Code != 200 {
+		t.Fatalf("first request: %d", rec.Code)
+	}
+	start := time.Now()
+	waits := map[int64]bool{}
+	lo, hi := int64(minute/time.Millisecond)+1, int64(0)
+	for range 200 {
+		var body struct{ RetryAfterMs int64 }
+		rec := serve()
+		if rec.Code != 429 || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+			t.Fatalf("got %d %q, want a 429", rec.Code, rec.Body.String())
+		}
+		waits[body.RetryAfterMs] = true
+		lo, hi = min(lo, body.RetryAfterMs), max(hi, body.RetryAfterMs)
+	}
+	// The window ends within a minute of the first request: no wait may pass that end
+	// by more than the jitter's second, nor (the calls took elapsed) fall before it.
+	elapsed := time.Since(start).Milliseconds()
+	if hi > 61_000 || lo < 60_000-elapsed-1_000 {
+		t.Errorf("waits %d to %d ms: want within the window's end and a second more", lo, hi)
+	}
+	if len(waits) < 150 || hi-lo < 500 {
+		t.Errorf("200 refusals told %d different waits, %d to %d ms: want them spread over most of a second", len(waits), lo, hi)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/httpdesc"
@@ -121,9 +120,7 @@ func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.
 	case err != nil:
 		l.fail(r, fmt.Errorf("policy domain %q: %w", p.domain, err))
 		if l.fallback == FallbackClosed {
-			clearInformational(h)
-			h.Set("Retry-After", "1")
-			writeDenied(w, "rate_limited", time.Second)
+			refuseClosed(w)
 			return
 		}
 		next.ServeHTTP(w, r)

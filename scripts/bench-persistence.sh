@@ -21,13 +21,15 @@ pid=""
 stop() { [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }; pid=""; }
 trap 'stop; rm -rf "$tmp"' EXIT
 
-# start NAME ARGS...: a server on PORT in a fresh directory, pinned to CPU 0; waits for PING.
+# start NAME ARGS...: a server on PORT in a fresh directory, pinned to CPU 0; waits for PING,
+# 15 s plus a second per 100,000 KEYS (a replay of KEYS keys answers only once loaded).
 start() {
   local name=$1; shift
   rm -rf "$tmp/$name"; mkdir -p "$tmp/$name"
   taskset -c 0 "$@" >"$tmp/$name.log" 2>&1 &
   pid=$!
-  for _ in $(seq 300); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && return; sleep 0.05; done
+  local deadline=$((SECONDS + 15 + KEYS / 100000))
+  while [ "$SECONDS" -lt "$deadline" ]; do redis-cli -p "$PORT" ping >/dev/null 2>&1 && return; sleep 0.05; done
   echo "$name did not start:"; cat "$tmp/$name.log"; exit 1
 }
 rl() { start "$1" bin/rlserver -addr "127.0.0.1:$PORT" -loglevel warn --dir "$tmp/$1" "${@:2}"; }

@@ -4,6 +4,7 @@
 package spread
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -18,9 +19,10 @@ const (
 
 // Wait is d plus a uniform random jitter in [0, J), J being d/10 bounded to
 // [MinJitter, MaxJitter]: never before d, at most d + MaxJitter. A d of 0 or less (no
-// wait) is returned as it is.
+// wait) is returned as it is, and so is one within MaxJitter of the longest Duration
+// (client.Never, "it never will"), which the jitter would overflow.
 func Wait(d time.Duration) time.Duration {
-	if d <= 0 {
+	if d <= 0 || d > math.MaxInt64-MaxJitter {
 		return d
 	}
 	return d + rand.N(Jitter(d))

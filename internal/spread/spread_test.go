@@ -1,6 +1,7 @@
 package spread
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -31,5 +32,15 @@ func TestWait(t *testing.T) {
 	}
 	if w := Wait(0); w != 0 {
 		t.Errorf("Wait(0) = %v", w)
+	}
+}
+
+// TestWaitUnspread: no wait, and "never" (the longest Duration), stay as they are:
+// jitter on the latter would overflow to a negative wait.
+func TestWaitUnspread(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second, math.MaxInt64, math.MaxInt64 - MaxJitter + 1} {
+		if w := Wait(d); w != d {
+			t.Errorf("Wait(%v) = %v, want it unchanged", d, w)
+		}
 	}
 }
