@@ -522,7 +522,8 @@ var otherTools = map[string]bool{
 	"--save": true, "--network": true,
 	// rlbench's scale experiment and the example app
 	"-scale-time": true, "-scale-rounds": true, "-scale-clients": true, "-scale-depth": true,
-	"-scale-keys": true, "-fallback": true, "-fail-closed": true, "-replicas": true,
+	"-scale-keys": true, "-fallback": true, "-fail-closed": true, "-replicas": true, "-report-delay": true,
+	"-report-rate": true,
 	// an ACL rule (acl.md); rlserver check-aof's own
 	"-command": true, "--fix": true,
 }
