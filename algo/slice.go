@@ -18,6 +18,12 @@ package algo
 // time: the long-run rate is exact, and a burst can pass the capacity by at most the
 // units outstanding, at most one capacity.
 
+// Sliceable reports whether a slice may be taken on a key of kind k: RL.FIXED,
+// RL.SLIDE, RL.TOKEN and RL.GCRA.
+func (k Kind) Sliceable() bool {
+	return k == KindFixed || k == KindSlide || k == KindToken || k == KindGCRA
+}
+
 // sliced decides r, whose Slice n is above 0, with decide, one of RL.FIXED, RL.SLIDE,
 // RL.TOKEN and RL.GCRA: the call of the largest cost c <= n that decide admits. With
 // c = 0 it is refused, writes nothing, and answers as a call of cost 1 would (so
