@@ -55,3 +55,25 @@ func (p Priorities) Limit(l Limit, name string) (Limit, error) {
 	}
 	return Limit{}, fmt.Errorf("%w: unknown priority '%s'", ErrBadLimit, name)
 }
+
+// Names returns the classes' names, highest first. A new slice each call.
+func (p Priorities) Names() []string {
+	names := make([]string, len(p.classes))
+	for i, c := range p.classes {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// Places is what class name leaves of places (a concurrency limit's) to the classes
+// above it: its share, rounded up so that at least the share is left, at most all of
+// them; the reserve to give AcquireReserving. An unknown name is an error wrapping
+// ErrBadLimit.
+func (p Priorities) Places(places int, name string) (int, error) {
+	for _, c := range p.classes {
+		if c.Name == name {
+			return min(places, (places*c.ReservePercent+99)/100), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown priority '%s'", ErrBadLimit, name)
+}

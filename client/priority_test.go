@@ -82,3 +82,28 @@ func TestPriorities(t *testing.T) {
 		t.Errorf("a reserve above the limit: %v", err)
 	}
 }
+
+// TestPrioritiesPlaces: a class's share of a concurrency limit's places, rounded up
+// (at least the share is left) and never more than the places; Names in order.
+func TestPrioritiesPlaces(t *testing.T) {
+	p, err := client.NewPriorities(client.Class{Name: "critical"}, client.Class{Name: "normal", ReservePercent: 20},
+		client.Class{Name: "batch", ReservePercent: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		places int
+		class  string
+		want   int
+	}{{10, "critical", 0}, {10, "normal", 2}, {11, "normal", 3}, {1, "normal", 1}, {7, "batch", 7}} {
+		if got, err := p.Places(tc.places, tc.class); err != nil || got != tc.want {
+			t.Errorf("Places(%d, %q) = %d, %v; want %d", tc.places, tc.class, got, err, tc.want)
+		}
+	}
+	if _, err := p.Places(10, "nobody"); !errors.Is(err, client.ErrBadLimit) {
+		t.Errorf("Places of an unknown class: %v, want ErrBadLimit", err)
+	}
+	if got := p.Names(); len(got) != 3 || got[0] != "critical" || got[1] != "normal" || got[2] != "batch" {
+		t.Errorf("Names() = %q", got)
+	}
+}

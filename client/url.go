@@ -22,6 +22,18 @@ import (
 // of its own, 5 times 100 ms apart, logging each failure and leaving the caller only
 // its context's error instead of the dial's. A URL that does not parse is an error
 // here, not at the first call.
+//
+// Quiet while the server is down: go-redis logs each failed dial of its pool to its
+// process-wide logger, which Open leaves alone (redis.SetLogger would change it for
+// every go-redis client of the process). Instead, once a dial has failed or a
+// connection broke, calls stay out of the pool: one at a time dials the server
+// outside it, unlogged, and the others fail at once, until such a dial succeeds. An
+// outage so logs at most one go-redis line, its first failed pool dial, whatever its
+// length and the rate of calls, per cluster node for a cluster. Calls sent on their
+// own (Batch.Off) may each log a line when they dial at the very moment the outage
+// begins. With Sentinels, the gate guards the master; while every Sentinel is
+// unreachable too, each dial that looks for the master logs two lines per Sentinel
+// (its Sentinel client's dial, and the lookup that failed).
 func Open(rawURL string, opts ...Options) (*Client, error) {
 	rdb, err := dialURL(rawURL)
 	if err != nil {
@@ -58,23 +70,34 @@ func dialURL(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("client: Open: %w", err)
 		}
-		o.ContextTimeoutEnabled = true
-		o.DialerRetries = orDefault(o.DialerRetries, 1)
-		return redis.NewFailoverClient(o), nil
+		safe(&o.ContextTimeoutEnabled, &o.DialerRetries, &o.PipelinePoolSize)
+		o.MaxRetries = orDefault(o.MaxRetries, -1) // each Sentinel asked once per lookup: a retry is a line more
+		return gate(redis.NewFailoverClient(o)), nil
 	case q.Has("addr"):
 		o, err := redis.ParseClusterURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("client: Open: %w", err)
 		}
-		o.ContextTimeoutEnabled = true
-		o.DialerRetries = orDefault(o.DialerRetries, 1)
+		safe(&o.ContextTimeoutEnabled, &o.DialerRetries, &o.PipelinePoolSize)
+		o.NewClient = func(o *redis.Options) *redis.Client { return gate(redis.NewClient(o)) } // a gate per node
 		return redis.NewClusterClient(o), nil
 	}
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("client: Open: %w", err)
 	}
-	o.ContextTimeoutEnabled = true
-	o.DialerRetries = orDefault(o.DialerRetries, 1)
-	return redis.NewClient(o), nil
+	safe(&o.ContextTimeoutEnabled, &o.DialerRetries, &o.PipelinePoolSize)
+	return gate(redis.NewClient(o)), nil
+}
+
+// safe sets Open's defaults on a URL's options, where the URL set none: context
+// deadlines honoured; one dial per attempt (go-redis's default dials 5 times 100 ms
+// apart, on a goroutine of its own, and leaves a caller with a shorter budget only
+// its context's error); pipelines on the main pool (PipelinePoolSize -1): with
+// go-redis's dedicated pipeline pool, a pipeline whose dial fails there dials again
+// in the main pool, and both failures are logged.
+func safe(contextTimeout *bool, dialerRetries, pipelinePoolSize *int) {
+	*contextTimeout = true
+	*dialerRetries = orDefault(*dialerRetries, 1)
+	*pipelinePoolSize = orDefault(*pipelinePoolSize, -1)
 }

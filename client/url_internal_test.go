@@ -8,8 +8,8 @@ import (
 )
 
 // TestDialURL: each URL form builds its go-redis client with the URL's address,
-// credentials and TLS, and with deadlines honoured and one dial per attempt; a URL
-// that does not parse is an error.
+// credentials and TLS, and with deadlines honoured, one dial per attempt and
+// pipelines on the main pool; a URL that does not parse is an error.
 func TestDialURL(t *testing.T) {
 	rdb, err := dialURL("rediss://alice:s3cret@127.0.0.1:6380/2")
 	if err != nil {
@@ -18,9 +18,9 @@ func TestDialURL(t *testing.T) {
 	defer rdb.Close()
 	o := rdb.(*redis.Client).Options()
 	if o.Addr != "127.0.0.1:6380" || o.Username != "alice" || o.Password != "s3cret" || o.DB != 2 ||
-		o.TLSConfig == nil || !o.ContextTimeoutEnabled || o.DialerRetries != 1 {
-		t.Errorf("rediss:// options: addr %q user %q password %q db %d TLS %v ContextTimeoutEnabled %v DialerRetries %d",
-			o.Addr, o.Username, o.Password, o.DB, o.TLSConfig != nil, o.ContextTimeoutEnabled, o.DialerRetries)
+		o.TLSConfig == nil || !o.ContextTimeoutEnabled || o.DialerRetries != 1 || o.PipelinePoolSize != -1 {
+		t.Errorf("rediss:// options: addr %q user %q password %q db %d TLS %v ContextTimeoutEnabled %v DialerRetries %d PipelinePoolSize %d",
+			o.Addr, o.Username, o.Password, o.DB, o.TLSConfig != nil, o.ContextTimeoutEnabled, o.DialerRetries, o.PipelinePoolSize)
 	}
 
 	cl, err := dialURL("redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002")
@@ -29,8 +29,8 @@ func TestDialURL(t *testing.T) {
 	}
 	defer cl.Close()
 	co := cl.(*redis.ClusterClient).Options()
-	if strings.Join(co.Addrs, ",") != "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002" || !co.ContextTimeoutEnabled || co.DialerRetries != 1 {
-		t.Errorf("cluster options: addrs %v ContextTimeoutEnabled %v DialerRetries %d", co.Addrs, co.ContextTimeoutEnabled, co.DialerRetries)
+	if strings.Join(co.Addrs, ",") != "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002" || !co.ContextTimeoutEnabled || co.DialerRetries != 1 || co.PipelinePoolSize != -1 {
+		t.Errorf("cluster options: addrs %v ContextTimeoutEnabled %v DialerRetries %d PipelinePoolSize %d", co.Addrs, co.ContextTimeoutEnabled, co.DialerRetries, co.PipelinePoolSize)
 	}
 
 	fo, err := dialURL("redis://:pw@127.0.0.1:26379?master_name=mymaster&addr=127.0.0.1:26380")

@@ -336,31 +336,24 @@ var policyDoc = regexp.MustCompile(`(?m)^domain:`)
 // flag is a directive of the same name).
 func TestConfigSnippets(t *testing.T) {
 	flags := helpFlags(t)
-	n := 0
-	for _, p := range pages(t) {
-		bs, _ := p.blocks()
-		for _, b := range bs {
-			if b.lang != "conf" {
-				continue
-			}
-			n++
-			path := filepath.Join(t.TempDir(), "rlserver.conf")
-			if err := os.WriteFile(path, []byte(b.text+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ds, err := conffile.ReadFile(path)
-			if err != nil {
-				t.Errorf("%s: %v", b, err)
-				continue
-			}
-			for _, d := range ds {
-				if !flags[d.Name] {
-					t.Errorf("%s: line %d: %q is not a directive: rlserver -h lists no -%s", b, d.Line, d.Name, d.Name)
-				}
+	bs := blocksIn(t, "conf")
+	for _, b := range bs {
+		path := filepath.Join(t.TempDir(), "rlserver.conf")
+		if err := os.WriteFile(path, []byte(b.text+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := conffile.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: %v", b, err)
+			continue
+		}
+		for _, d := range ds {
+			if !flags[d.Name] {
+				t.Errorf("%s: line %d: %q is not a directive: rlserver -h lists no -%s", b, d.Line, d.Name, d.Name)
 			}
 		}
 	}
-	if n < 2 {
+	if n := len(bs); n < 2 {
 		t.Errorf("only %d conf blocks found: operations.md and acl.md have them", n)
 	}
 }
@@ -369,28 +362,21 @@ func TestConfigSnippets(t *testing.T) {
 // loader must accept it (Redis's aclfile takes only user lines, no comments).
 func TestACLSnippets(t *testing.T) {
 	bin := binary(t)
-	n := 0
-	for _, p := range pages(t) {
-		bs, _ := p.blocks()
-		for _, b := range bs {
-			if b.lang != "acl" {
-				continue
-			}
-			n++
-			dir := t.TempDir()
-			path := filepath.Join(dir, "users.acl")
-			if err := os.WriteFile(path, []byte(b.text+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			proc, err := launch.RLServer(bin, dir, "-aclfile", path)
-			if err != nil {
-				t.Errorf("%s: rlserver -aclfile refuses it: %v", b, err)
-				continue
-			}
-			proc.Stop()
+	bs := blocksIn(t, "acl")
+	for _, b := range bs {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "users.acl")
+		if err := os.WriteFile(path, []byte(b.text+"\n"), 0o600); err != nil {
+			t.Fatal(err)
 		}
+		proc, err := launch.RLServer(bin, dir, "-aclfile", path)
+		if err != nil {
+			t.Errorf("%s: rlserver -aclfile refuses it: %v", b, err)
+			continue
+		}
+		proc.Stop()
 	}
-	if n < 2 {
+	if n := len(bs); n < 2 {
 		t.Errorf("only %d acl blocks found: acl.md and ha.md have them", n)
 	}
 }
@@ -411,28 +397,21 @@ func TestGoSnippets(t *testing.T) {
 			sources = append(sources, codeLines(string(b)))
 		}
 	}
-	n := 0
-	for _, p := range pages(t) {
-		bs, _ := p.blocks()
-		for _, b := range bs {
-			if b.lang != "go" {
-				continue
-			}
-			n++
-			want := codeLines(b.text)
-			found := false
-			for _, src := range sources {
-				if containsRun(src, want) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				t.Errorf("%s: this Go snippet is in no Go file of the repository (add it to docs/examples_test.go, or copy it from the code):\n%s", b, b.text)
+	bs := blocksIn(t, "go")
+	for _, b := range bs {
+		want := codeLines(b.text)
+		found := false
+		for _, src := range sources {
+			if containsRun(src, want) {
+				found = true
+				break
 			}
 		}
+		if !found {
+			t.Errorf("%s: this Go snippet is in no Go file of the repository (add it to docs/examples_test.go, or copy it from the code):\n%s", b, b.text)
+		}
 	}
-	if n < 8 {
+	if n := len(bs); n < 8 {
 		t.Errorf("only %d Go snippets found", n)
 	}
 }
@@ -543,7 +522,8 @@ var otherTools = map[string]bool{
 	"--save": true, "--network": true,
 	// rlbench's scale experiment and the example app
 	"-scale-time": true, "-scale-rounds": true, "-scale-clients": true, "-scale-depth": true,
-	"-scale-keys": true, "-fallback": true, "-fail-closed": true, "-replicas": true,
+	"-scale-keys": true, "-fallback": true, "-fail-closed": true, "-replicas": true, "-report-delay": true,
+	"-report-rate": true,
 	// an ACL rule (acl.md); rlserver check-aof's own
 	"-command": true, "--fix": true,
 }

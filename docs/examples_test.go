@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/middleware"
 	"github.com/rlserver/rlserver/middleware/middlewaremetrics"
@@ -139,11 +138,6 @@ func Example_routes() {
 	mux.Handle("/", lim.Handler(app))
 	prometheus.MustRegister(middlewaremetrics.New(lim, "api")) // lim's Stats, reports' included
 	log.Fatal(http.ListenAndServe("127.0.0.1:8000", mux))
-}
-
-// go-redis's dial failures, quieted for the whole process: no option of one client can.
-func Example_quietRedis() {
-	redis.SetLogger(logging.NewBlacklistLogger([]string{"failed to dial"})) // or &logging.VoidLogger{}
 }
 
 // ha.md: the client behind Redis Sentinel, on rlserver and on Redis or Valkey.

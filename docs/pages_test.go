@@ -65,6 +65,20 @@ func (b block) String() string { return b.page + ":" + strconv.Itoa(b.line) }
 
 var fence = regexp.MustCompile("^( *)```(\\S*)\\s*$")
 
+// blocksIn returns the fenced blocks of every page whose info string is lang.
+func blocksIn(t *testing.T, lang string) []block {
+	var in []block
+	for _, p := range pages(t) {
+		bs, _ := p.blocks()
+		for _, b := range bs {
+			if b.lang == lang {
+				in = append(in, b)
+			}
+		}
+	}
+	return in
+}
+
 // blocks returns p's fenced blocks, and its prose: the text with every block's lines
 // blanked (so line numbers stay), for links and code spans.
 func (p page) blocks() (bs []block, prose string) {

@@ -19,6 +19,9 @@ type concurrency struct {
 	prefix string        // Config.Prefix + Name + ":"
 	renew  time.Duration // Renew or its default
 	least  time.Duration // the shortest lease asked: 2 renews, or Lease if shorter
+	// reserves are the places each priority class (classes.index) leaves to those
+	// above it: RL.ACQUIRE's RESERVE.
+	reserves []int
 }
 
 // newConcurrency checks c and makes it ready, its keys starting with prefix.
@@ -108,13 +111,18 @@ func (l *Limiter) keep(lease *client.Lease, start time.Time, took *estimate) (st
 // the key has no place, or the failure mode's answer. failed reports a failure,
 // counted and logged; answered that the request got its answer. lease is nil when
 // there is none to give back (no key, a failure): Release does nothing on nil.
-func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Request, user, ip, route string, degraded bool, ttl time.Duration) (lease *client.Lease, failed, answered bool) {
+// reserve is the places the request's class leaves to the classes above it.
+func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Request, user, ip, route string, degraded bool, ttl time.Duration, reserve int) (lease *client.Lease, failed, answered bool) {
 	key, ok := makeKey(l.conc.prefix, l.conc.By, user, ip, route)
 	if !ok {
 		return nil, false, false
 	}
 	err := l.call(ctx, func(ctx context.Context) (err error) {
-		lease, err = l.client.Acquire(ctx, key, l.conc.Limit, ttl)
+		if reserve > 0 {
+			lease, err = l.client.AcquireReserving(ctx, key, l.conc.Limit, reserve, ttl)
+		} else {
+			lease, err = l.client.Acquire(ctx, key, l.conc.Limit, ttl)
+		}
 		return err
 	})
 	if err == nil && !degraded {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/httpdesc"
+	"github.com/rlserver/rlserver/shed"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -79,6 +80,24 @@ type Config struct {
 	Dimensions []Dimension
 	// Concurrency, if not nil, limits the requests in flight per key.
 	Concurrency *Concurrency
+	// Priorities, with Priority, sorts requests into the shared limiter's priority
+	// classes (client.Priorities: a policy's names and shares): each Dimension's limit,
+	// and Concurrency's places, leave a request the share its class keeps for the
+	// classes above it, so that critical requests still find room when sheddable ones
+	// have used the rest. A request refused for want of its reserve gets the 429 of any
+	// refusal, with the time until it fits.
+	Priorities client.Priorities
+	// Priority names a request's class (from a header, its route, a function of
+	// both): a class of Priorities, and a priority of Shedder. A name that is none of
+	// them ("" included) is the lowest class, so that no request rises by a name the
+	// service does not know. Required with Priorities.
+	Priority func(*http.Request) string
+	// Shedder, if not nil, sheds requests before any call to the limiter: by
+	// Priority's name among its priorities (its Default without Priority), a request
+	// queues briefly or gets the shedder's 503 (shed.Handler), its limits untouched.
+	// Health checks (HealthPaths) bypass it as they bypass the limits; a Limiter's
+	// Stats count only the requests the Shedder let through (shed.Stats the rest).
+	Shedder *shed.Shedder
 	// User returns the request's user key ("" for none): required if a dimension is
 	// ByUser. It runs before your handlers, so it reads what the request carries (a
 	// verified token, an API key), not what later middleware would set.
@@ -248,6 +267,10 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	for _, p := range health {
 		l.health[p] = true
+	}
+	l.healthPaths, l.shedder = health, cfg.Shedder
+	if err := l.setPriorities(cfg); err != nil {
+		return nil, err
 	}
 	lim := &Limiter{limiterState: l}
 	for _, d := range l.every {

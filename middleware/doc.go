@@ -87,8 +87,25 @@
 // (client.Result.RetryAfter) before the handler runs, and a client that leaves
 // meanwhile is not served. It holds its concurrency lease while it waits.
 //
-// Health checks bypass the limiter (Config.HealthPaths): a limiter that sheds them gets
-// the node pulled from the load balancer, its load moved to the others, and so on.
+// Priorities keep part of every limit for the requests that matter most, by the names
+// and shares a policy's priorities use: Config.Priorities (client.NewPriorities) and
+// Config.Priority, which names a request's class,
+//
+//	p, err := client.NewPriorities(client.Class{Name: "critical"}, client.Class{Name: "sheddable", ReservePercent: 20})
+//	lim, err := middleware.New(middleware.Config{Client: rl, Priorities: p,
+//		Priority:   func(r *http.Request) string { return r.Header.Get("X-Priority") },
+//		Dimensions: []middleware.Dimension{{Name: "ip", By: middleware.ByIP, Limit: client.Fixed(100, time.Minute)}}})
+//
+// so that sheddable requests stop at 80 of the 100 and critical ones have the last 20
+// (RL.ALL's RESERVE, and RL.ACQUIRE's for a Concurrency limit's places). An unknown
+// name is the lowest class. Config.Shedder puts a shed.Shedder in front, by the same
+// names: when the service itself is over capacity, whatever the limits say, it queues
+// or sheds the lowest priorities first with a 503, before any call to the limiter
+// (docs/overload.md: limit, throttle, shed).
+//
+// Health checks bypass the limiter and the Shedder (Config.HealthPaths): a limiter that
+// sheds them gets the node pulled from the load balancer, its load moved to the others,
+// and so on.
 //
 // When the limiter fails (an error, or no answer within Config.Timeout, 50 ms by
 // default), Config.Fallback decides. FallbackOpen (the default) serves the request as

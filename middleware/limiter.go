@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/shed"
 )
 
 // Limiter is the middleware: wrap handlers with Handler. It is safe for concurrent use.
@@ -34,6 +35,9 @@ type limiterState struct {
 	route       func(*http.Request) string
 	trusted     []netip.Prefix
 	health      map[string]bool
+	healthPaths []string // health's paths, for the Shedder
+	classes     classes
+	shedder     *shed.Shedder // nil without Config.Shedder
 	timeout     time.Duration
 	fallback    Fallback
 	log         *slog.Logger
@@ -72,9 +76,10 @@ func (t *logThrottle) due(now int64, total uint64, interval time.Duration) (uint
 // dimension is a Dimension with its header text made once.
 type dimension struct {
 	Dimension
-	prefix string // Config.Prefix + Name + ":"
-	policy string // its RateLimit-Policy item
-	item   string // the start of its RateLimit item: "name";r=
+	prefix string         // Config.Prefix + Name + ":"
+	policy string         // its RateLimit-Policy item
+	item   string         // the start of its RateLimit item: "name";r=
+	limits []client.Limit // Limit for each priority class (classes.index)
 }
 
 func defaultRoute(r *http.Request) string {
@@ -101,10 +106,10 @@ func (l *Limiter) Stats() Stats {
 		Failed: l.failed.Load(), Degraded: l.degraded.Load()}
 }
 
-// Handler returns next behind the limiter.
+// Handler returns next behind the limiter (and the Shedder, first, if there is one).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	var took estimate // next's running time, for its concurrency leases
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, next, &took) })
+	return l.shedding(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, next, &took) }))
 }
 
 // decided is one dimension's answer to a request.
@@ -139,11 +144,12 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	var applies []*dimension
 	var rules []client.Rule
 	var policies []string
+	class := l.classes.index(r)
 	for i := range l.dims {
 		d := &l.dims[i]
 		if key, ok := makeKey(d.prefix, d.By, user, ip, route); ok {
 			applies = append(applies, d)
-			rules = append(rules, client.Rule{Key: key, Limit: d.Limit})
+			rules = append(rules, client.Rule{Key: key, Limit: d.limits[class]})
 			policies = append(policies, d.policy)
 		}
 	}
@@ -206,7 +212,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		start := l.now()
 		var lease *client.Lease
 		var answered bool
-		if lease, failed, answered = l.acquire(ctx, w, r, user, ip, route, degraded, took.lease(l.conc, 0)); answered {
+		if lease, failed, answered = l.acquire(ctx, w, r, user, ip, route, degraded, took.lease(l.conc, 0), l.conc.reserves[class]); answered {
 			return
 		}
 		stop := l.keep(lease, start, took)

@@ -25,20 +25,11 @@ func cmdWait(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError("ERR value is not an integer or out of range")
 		return
 	}
-	timeout, ok := rlcmd.ParseInt(args[2])
+	deadline, ok := waitDeadline(c, args[2])
 	if !ok {
-		c.writeError("ERR timeout is not an integer or out of range")
-		return
-	}
-	if timeout < 0 {
-		c.writeError("ERR timeout is negative")
 		return
 	}
 	target := s.repl.Offset()
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
-	}
 	for {
 		acked := s.ackedReplicas(target)
 		if acked >= want || !deadline.IsZero() && !time.Now().Before(deadline) {
@@ -49,22 +40,39 @@ func cmdWait(s *Server, c *client, args [][]byte, _ int64) {
 	}
 }
 
+// waitDeadline parses WAIT's and WAITAOF's timeout in ms: the time the wait ends,
+// zero for no bound (0). A timeout that is no integer or negative is answered with
+// Redis's error, and ok is false.
+func waitDeadline(c *client, arg []byte) (deadline time.Time, ok bool) {
+	timeout, ok := rlcmd.ParseInt(arg)
+	switch {
+	case !ok:
+		c.writeError("ERR timeout is not an integer or out of range")
+		return time.Time{}, false
+	case timeout < 0:
+		c.writeError("ERR timeout is negative")
+		return time.Time{}, false
+	case timeout > 0:
+		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
+	}
+	return deadline, true
+}
+
 // ackedReplicas counts the replicas that acknowledged offset.
 func (s *Server) ackedReplicas(offset int64) int64 {
-	var n int64
-	for _, r := range s.repl.Replicas() {
-		if r.State == "online" && r.Offset >= offset {
-			n++
-		}
-	}
-	return n
+	return s.onlineReplicas(func(r replication.Replica) bool { return r.Offset >= offset })
 }
 
 // syncedReplicas counts the replicas whose log synced offset (FACK).
 func (s *Server) syncedReplicas(offset int64) int64 {
+	return s.onlineReplicas(func(r replication.Replica) bool { return r.AOFOffset >= offset })
+}
+
+// onlineReplicas counts the online replicas for which reached is true.
+func (s *Server) onlineReplicas(reached func(replication.Replica) bool) int64 {
 	var n int64
 	for _, r := range s.repl.Replicas() {
-		if r.State == "online" && r.AOFOffset >= offset {
+		if r.State == "online" && reached(r) {
 			n++
 		}
 	}
@@ -126,13 +134,8 @@ func cmdWaitAOF(s *Server, c *client, args [][]byte, _ int64) {
 		c.writeError("ERR value is out of range, must be positive")
 		return
 	}
-	timeout, ok := rlcmd.ParseInt(args[3])
+	deadline, ok := waitDeadline(c, args[3])
 	if !ok {
-		c.writeError("ERR timeout is not an integer or out of range")
-		return
-	}
-	if timeout < 0 {
-		c.writeError("ERR timeout is negative")
 		return
 	}
 	if s.repl.ReadOnly() {
@@ -149,10 +152,6 @@ func cmdWaitAOF(s *Server, c *client, args [][]byte, _ int64) {
 		target = l.End()
 	}
 	replTarget := s.repl.Offset()
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
-	}
 	for {
 		var local int64
 		if l != nil && l.Durable() >= target {

@@ -18,9 +18,10 @@ THREADS=${BENCH_THREADS:-2}
 KEYSPACE=1000000
 RL_PORT=${RL_PORT:-16380}
 REDIS_PORT=${REDIS_PORT:-16379}
-# Rows: an algorithm (RL.<ALGO>), all3 (RL.ALL of three rules), acquire (RL.ACQUIRE), or
-# acl (RL.TOKEN at -P 16 as an ACL user of 10 key patterns against the default user).
-ALGOS=${BENCH_ALGOS:-"token fixed slide log all3 acquire acl percore"}
+# Rows: an algorithm (RL.<ALGO>), all3 (RL.ALL of three rules), acquire (RL.ACQUIRE), acl
+# (RL.TOKEN at -P 16 as an ACL user of 10 key patterns against the default user), or
+# reserve (RL.TOKEN at -P 16 with RESERVE 20 against without).
+ALGOS=${BENCH_ALGOS:-"token fixed slide log all3 acquire acl reserve percore"}
 PERCORE_PORT=${PERCORE_PORT:-16381}
 PPROF_PORT=${PPROF_PORT:-16382}
 # The acl row's user: ten key patterns, the keys matching the last, so that each call
@@ -72,7 +73,7 @@ check() {
 
 printf '%-10s %3s %12s %12s %7s %9s %9s\n' algo P rlserver_rps redis_lua_rps ratio rl_p99 lua_p99
 for algo in $ALGOS; do
-  [ "$algo" = acl ] || [ "$algo" = percore ] && continue # after the loop: their columns differ
+  [ "$algo" = acl ] || [ "$algo" = reserve ] || [ "$algo" = percore ] && continue # after the loop: their columns differ
   # rl_cmd is the call on rlserver; script, lua_keys and lua_args the same call as EVALSHA
   # of the reference script on Redis (its ARGV layout: lua/lua.go's package comment).
   case $algo in
@@ -120,6 +121,21 @@ if [[ " $ALGOS " == *" acl "* ]]; then
     read -r def_rps _ def_p99 < <(bench "$RL_PORT" 16 "${acl_cmd[@]}")
     ratio=$(awk -v a="$acl_rps" -v b="$def_rps" 'BEGIN { printf "%.2f", a / b }')
     printf '%-10s %3s %12s %12s %6sx %9s %9s\n' acl 16 "$acl_rps" "$def_rps" "$ratio" "$acl_p99" "$def_p99"
+  done
+fi
+# reserve: RL.TOKEN with RESERVE 20 (a sheddable class's call) and without, twice in
+# turn, as the acl rows are.
+if [[ " $ALGOS " == *" reserve "* ]]; then
+  res_cmd=(RL.TOKEN "user:__rand_int__" 100 1000)
+  check "$RL_PORT" "${res_cmd[@]}" RESERVE 20
+  printf '%-10s %3s %12s %12s %7s %9s %9s
+' reserve P reserve_rps plain_rps ratio res_p99 plain_p99
+  for _ in 1 2; do
+    read -r res_rps _ res_p99 < <(bench "$RL_PORT" 16 "${res_cmd[@]}" RESERVE 20)
+    read -r plain_rps _ plain_p99 < <(bench "$RL_PORT" 16 "${res_cmd[@]}")
+    ratio=$(awk -v a="$res_rps" -v b="$plain_rps" 'BEGIN { printf "%.2f", a / b }')
+    printf '%-10s %3s %12s %12s %6sx %9s %9s
+' reserve 16 "$res_rps" "$plain_rps" "$ratio" "$res_p99" "$plain_p99"
   done
 fi
 # The ceiling for a RESP server on this machine: Redis's own INCR.

@@ -145,6 +145,15 @@ func (s *overloadStatusWriter) WriteHeader(code int) {
 // isCritical is whether r is of the critical class.
 func isCritical(r *http.Request) bool { return r.Header.Get("X-Priority") == "critical" }
 
+// shedOptions gives package shed the experiment's two priorities: critical (0) and
+// sheddable (1).
+var shedOptions = shed.HandlerOptions{Priority: func(r *http.Request) shed.Priority {
+	if isCritical(r) {
+		return 0
+	}
+	return 1
+}}
+
 // overloadHandler is the application of a, and its learned limit (0 where none is).
 // The work holds one of a.workers workers for a.service, and, as most applications,
 // does not notice that its client has gone: a request queued past its client's
@@ -197,15 +206,16 @@ func overloadHandler(ctx context.Context, a overloadSpec, leases *fleetLeases) (
 		if err != nil {
 			return nil, nil, err
 		}
-		return s.Handler(work, shed.HandlerOptions{Priority: func(r *http.Request) shed.Priority {
-			if isCritical(r) {
-				return 0
-			}
-			return 1
-		}}), func() int { return s.Stats().Limit }, nil
+		return s.Handler(work, shedOptions), func() int { return s.Stats().Limit }, nil
 	case confFleet:
+		// The recipe of docs/overload.md: each replica's shedder first (a refusal
+		// without a round trip), then the fleet's lease.
+		s, err := shed.New(shed.Config{Priorities: []string{"critical", "sheddable"}, MaxLimit: 200, QueueTimeout: a.queue})
+		if err != nil {
+			return nil, nil, err
+		}
 		h, err := fleetHandler(a, work, leases)
-		return h, func() int { return a.fleet.limit }, err
+		return s.Handler(h, shedOptions), func() int { return a.fleet.limit }, err
 	}
 	return nil, nil, fmt.Errorf("configuration %d: want 1 to 5", a.conf)
 }

@@ -7,6 +7,12 @@
 //	go run ./examples/httpapp -limiter 127.0.0.1:6380
 //	curl -si "localhost:3001/limited?user=drain2"
 //
+// /report is a slow route (-report-delay) with limits of its own on top of those, from
+// the same Limiter (Limiter.With): -report-rate a minute per user, and at most 2 in
+// flight at once, their places renewed while they run so that a refused client is
+// told when a place will really free. /healthz bypasses the limiter and shows its
+// counts.
+//
 // -backend redis runs the same limits on plain Redis or Valkey through the Lua scripts
 // (-limiter 127.0.0.1:6379; several comma-separated addresses for a Redis Cluster),
 // -backend embedded in-process, with no server at all (limits then hold per process).
@@ -46,6 +52,8 @@ type config struct {
 	fallback   string
 	replicas   int
 	trusted    string
+	reportRate int           // /report's requests a minute per user
+	delay      time.Duration // how long /report works
 }
 
 func main() {
@@ -59,6 +67,8 @@ func main() {
 	flag.StringVar(&cfg.fallback, "fallback", "open", "when the limiter fails: open (serve), closed (429) or local (limit in-process at 1/-replicas)")
 	flag.IntVar(&cfg.replicas, "replicas", 1, "app replicas sharing the limits: -fallback local limits each to its share")
 	flag.StringVar(&cfg.trusted, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed")
+	flag.IntVar(&cfg.reportRate, "report-rate", 10, "requests a minute per user on /report, besides the per-user and per-IP limits")
+	flag.DurationVar(&cfg.delay, "report-delay", 2*time.Second, "how long a /report request works (at most 2 at once)")
 	flag.Parse()
 
 	if err := run(cfg); err != nil {
@@ -77,7 +87,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer closeBackend()
-	app, _, err := newApp(c, cfg)
+	app, _, err := newApp(c, cfg, slowReport(cfg.delay))
 	if err != nil {
 		return err
 	}
@@ -116,20 +126,27 @@ func newClient(cfg config) (*client.Client, func(), error) {
 	if backend != "rlserver" && backend != "redis" {
 		return nil, nil, fmt.Errorf("-backend %q: want rlserver, redis or embedded", backend)
 	}
-	// go-redis's defaults: the Client keeps its calls within the middleware's budget
-	// and never lets go-redis re-send one. Several addresses make a cluster client.
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ",")})
 	var opts client.Options
 	if cfg.fallback == "local" {
 		opts.Fallback = &client.Fallback{Replicas: cfg.replicas}
 	}
-	var c *client.Client
-	var err error
-	if backend == "redis" {
-		c, err = client.NewLua(rdb, client.LuaOptions{Options: opts})
-	} else {
-		c, err = client.New(rdb, opts)
+	// Several addresses make a cluster client.
+	first, more, _ := strings.Cut(addrs, ",")
+	if backend == "rlserver" {
+		url := "redis://" + first + "/"
+		if more != "" {
+			url = "redis://" + first + "?addr=" + strings.ReplaceAll(more, ",", "&addr=")
+		}
+		c, err := client.Open(url, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func() { c.Close() }, nil
 	}
+	// go-redis's defaults: the Client keeps its calls within the middleware's budget
+	// and never lets go-redis re-send one.
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ",")})
+	c, err := client.NewLua(rdb, client.LuaOptions{Options: opts})
 	if err != nil {
 		rdb.Close()
 		return nil, nil, err
@@ -137,9 +154,10 @@ func newClient(cfg config) (*client.Client, func(), error) {
 	return c, func() { rdb.Close() }, nil
 }
 
-// newApp is the lab's app: /fast without a limiter, /limited behind one, and
-// /healthz. The Limiter is returned for its Stats.
-func newApp(c *client.Client, cfg config) (http.Handler, *middleware.Limiter, error) {
+// newApp is the lab's app: /fast without a limiter, /limited behind one, /report
+// behind the same one with its own limits added, and /healthz. The Limiter is
+// returned for its Stats.
+func newApp(c *client.Client, cfg config, report http.Handler) (http.Handler, *middleware.Limiter, error) {
 	var trusted []string
 	if cfg.trusted != "" {
 		trusted = strings.Split(cfg.trusted, ",")
@@ -149,7 +167,10 @@ func newApp(c *client.Client, cfg config) (http.Handler, *middleware.Limiter, er
 		Dimensions: []middleware.Dimension{
 			{Name: "user", By: middleware.ByUser, Limit: client.Token(cfg.rate, time.Second)},
 			{Name: "ip", By: middleware.ByIP, Limit: client.Token(2*cfg.rate, time.Second)},
+			{Name: "report", By: middleware.ByUser, Limit: client.Token(cfg.reportRate, time.Minute), Optional: true},
 		},
+		Concurrency: &middleware.Concurrency{Name: "report-inflight", By: middleware.ByRoute, Limit: 2,
+			Lease: 5 * time.Second, Optional: true}, // renewed every second while a /report runs
 		User:           func(r *http.Request) string { return r.URL.Query().Get("user") },
 		TrustedProxies: trusted,
 		Timeout:        cfg.timeout,
@@ -159,17 +180,37 @@ func newApp(c *client.Client, cfg config) (http.Handler, *middleware.Limiter, er
 	if err != nil {
 		return nil, nil, err
 	}
+	reports, err := lim.With("report", "report-inflight")
+	if err != nil {
+		return nil, nil, err
+	}
 	mux := http.NewServeMux()
-	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"ok":true}`)
-	})
 	mux.Handle("GET /fast", hello)
 	mux.Handle("GET /limited", lim.Handler(hello))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /report", reports.Handler(report))
+	// Behind the Limiter, and yet never limited: /healthz is one of its HealthPaths.
+	mux.Handle("GET /healthz", lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := lim.Stats()
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"allowed":%d,"limited":%d,"failed":%d,"degraded":%d}`, st.Allowed, st.Limited, st.Failed, st.Degraded)
-	})
+		fmt.Fprintf(w, `{"allowed":%d,"limited":%d,"busy":%d,"failed":%d,"degraded":%d}`,
+			st.Allowed, st.Limited, st.Busy, st.Failed, st.Degraded)
+	})))
 	return mux, lim, nil
+}
+
+// hello answers {"ok":true}.
+var hello = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"ok":true}`)
+})
+
+// slowReport is /report: hello, after working for delay (or until the client leaves).
+func slowReport(delay time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(delay):
+			hello.ServeHTTP(w, r)
+		case <-r.Context().Done():
+		}
+	})
 }
