@@ -74,6 +74,11 @@ type Request struct {
 	// A refused call spends nothing and its RetryAfter is the time until it would fit
 	// with its reserve. 0 to Limit; Refund takes none.
 	Reserve int64
+	// Slice n > 0 takes up to n units now instead of spending Cost (slice.go): the
+	// call of the largest cost c <= n that passes, which the Decision's Granted says,
+	// with the time it may be used for. RL.FIXED, RL.SLIDE, RL.TOKEN and RL.GCRA only;
+	// Cost is then 0 and Refund 0.
+	Slice int64
 
 	// Interval is the emission interval T in µs of Redis's GCRA command, which derives
 	// it from a float period; 0 (every other command) derives it from Window and Limit.
@@ -118,6 +123,10 @@ type Decision struct {
 	// that is the written state, and the key can be removed at FreshAt. FreshAt <= now
 	// means the state is already fresh: nothing to keep.
 	FreshAt int64
+
+	// Granted is what a Slice request took, 0 to its n (Allowed is Granted > 0), and
+	// ValidFor the µs from now it may be used for (sliceLife); both 0 otherwise.
+	Granted, ValidFor int64
 }
 
 // maxDuration (µs, about 285 years) caps every float duration before it becomes an

@@ -13,6 +13,7 @@ const (
 	ArgCost               // Request.Cost
 	ArgRefund             // Request.Refund
 	ArgReserve            // Request.Reserve, LeaseRequest.Reserve
+	ArgSlice              // Request.Slice
 )
 
 // The contract's bounds. Each keeps the arithmetic far from overflow: a count·1000 and
@@ -27,8 +28,8 @@ const (
 // the one rule every front checks its arguments by (the RESP parser, the Go client).
 // Counts are 1 to 1e9 (QUEUE and CL.THROTTLE's max_burst and quantity from 0); a window
 // is 1 ms to a year of whole ms, CL.THROTTLE's period 1 s to a year of whole s; COST is
-// 0 to Limit·1000, REFUND 1 to Limit·1000 (CL.THROTTLE's 1 to 1e9) and RESERVE 0
-// to Limit, so they read r.Limit. RL.LOG's limit is capped lower by
+// 0 to Limit·1000, REFUND 1 to Limit·1000 (CL.THROTTLE's 1 to 1e9), RESERVE 0
+// to Limit and a slice's count 1 to Limit, so they read r.Limit. RL.LOG's limit is capped lower by
 // the store's MaxLogLimit, a setting of the server, not of the contract.
 func (r Request) Range(a Arg) (lo, hi int64) {
 	throttle := r.Kind == KindThrottle
@@ -52,6 +53,8 @@ func (r Request) Range(a Arg) (lo, hi int64) {
 		return 0, r.Limit * costPerUnit
 	case ArgReserve:
 		return 0, r.Limit
+	case ArgSlice:
+		return 1, r.Limit
 	case ArgRefund:
 		if throttle {
 			return 1, maxCount

@@ -12,6 +12,9 @@ func Fixed(s FixedState, r Request, now int64) (FixedState, Decision) {
 	if r.Refund > 0 {
 		return refundFixed(s, r, now)
 	}
+	if r.Slice > 0 {
+		return sliced(s, r, now, Fixed)
+	}
 	if r.Reserve > 0 && !r.Spend {
 		return reserved(s, r, now, Fixed)
 	}

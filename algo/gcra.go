@@ -57,6 +57,9 @@ func GCRA(tat int64, r Request, now int64) (int64, Decision) {
 	if r.Refund > 0 {
 		return refundTat(tat, r, now, GCRA)
 	}
+	if r.Slice > 0 {
+		return sliced(tat, r, now, GCRA)
+	}
 	if r.Reserve > 0 {
 		return reserved(tat, r, now, GCRA)
 	}

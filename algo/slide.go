@@ -12,6 +12,9 @@ func Slide(s SlideState, r Request, now int64) (SlideState, Decision) {
 	if r.Refund > 0 {
 		return refundSlide(s, r, now)
 	}
+	if r.Slice > 0 {
+		return sliced(s, r, now, Slide)
+	}
 	if r.Reserve > 0 {
 		return reserved(s, r, now, Slide)
 	}

@@ -15,6 +15,9 @@ func Token(s TokenState, r Request, now int64) (TokenState, Decision) {
 	if r.Refund > 0 {
 		return refundToken(s, r, now)
 	}
+	if r.Slice > 0 {
+		return sliced(s, r, now, Token)
+	}
 	if r.Reserve > 0 {
 		return reserved(s, r, now, Token)
 	}

@@ -70,7 +70,8 @@ var groupTitles = []struct{ group, title, intro string }{
 		"server in one transaction; see [ha.md](ha.md).\n"},
 }
 
-const rateLimitIntro = "Every `RL.*` command answers an array of five integers, in RESP2 and RESP3 alike:\n\n" +
+const rateLimitIntro = "Every `RL.*` limiter (RL.FIXED to RL.LEAKY) answers an array of five integers, in RESP2 " +
+	"and RESP3 alike (RL.ALL, RL.SLICE and the leases answer their own shapes, built on it):\n\n" +
 	"| # | field | meaning |\n" +
 	"|---|-------|---------|\n" +
 	"| 1 | allowed | 1 if the request is allowed (and consumed), 0 if it is limited |\n" +
@@ -99,7 +100,8 @@ const rateLimitIntro = "Every `RL.*` command answers an array of five integers, 
 	"answers right after it. On an absent key there is nothing to give back: nothing is created, and " +
 	"the reply is a fresh key's. REFUND takes neither COST nor PEEK (`ERR REFUND takes neither COST nor PEEK`); " +
 	"it is a write (refused on a replica, replicated from a primary). Leases end with RL.RELEASE; Redis's " +
-	"`GCRA` keeps Redis's grammar (refund its key with RL.GCRA).\n" +
+	"`GCRA` keeps Redis's grammar (refund its key with RL.GCRA). What a client did not use of a slice " +
+	"(RL.SLICE) goes back the same way.\n" +
 	"- `RESERVE n` (0 to limit; on RL.ACQUIRE and on each RL.ALL rule too) keeps the last n units of the " +
 	"key for calls without it: the call is admitted only if at least n units would remain after it (a " +
 	"call of cost n would still pass right after it; RL.LEAKY: n places left in the queue; RL.ACQUIRE: " +

@@ -56,7 +56,8 @@ func TestRefund(t *testing.T) {
 	})
 }
 
-// TestRefundReplicated: a refund on a primary shows on its replica, which refuses one.
+// TestRefundReplicated: a refund on a primary shows on its replica, which refuses one,
+// and a slice too, but for a PEEK.
 func TestRefundReplicated(t *testing.T) {
 	p := startServer(t, Config{})
 	r := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
@@ -74,5 +75,11 @@ func TestRefundReplicated(t *testing.T) {
 	poll.Until(t, 10*time.Second, "the refund on the replica", func() bool {
 		return strings.HasPrefix(do(rc, "RL.FIXED k 10 86400000 COST 0 PEEK"), "[1 10 7 ")
 	})
-	run(t, rc, []call{{"RL.FIXED k 10 86400000 REFUND 1", errReadOnly}})
+	run(t, rc, []call{
+		{"RL.FIXED k 10 86400000 REFUND 1", errReadOnly},
+		{"RL.SLICE FIXED k 10 86400000 1", errReadOnly},
+	})
+	if got := do(rc, "RL.SLICE FIXED k 10 86400000 9 PEEK"); !strings.HasPrefix(got, "[7 10 0 0 ") {
+		t.Fatalf("RL.SLICE ... PEEK on the replica = %s, want 7 of the 7 left", got)
+	}
 }

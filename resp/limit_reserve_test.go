@@ -67,7 +67,8 @@ func TestReserve(t *testing.T) {
 // TestReserveReplicatedAndSnapshotted: RESERVE decides admission only, so the states
 // its calls leave (admitted and refused, on every kind) are the primary's on its
 // replica, byte for byte in DUMP, and again on a server started from the primary's
-// snapshot.
+// snapshot. So are those of RL.SLICE (whole, partial, none) and of the give-back of
+// a slice's unspent part.
 func TestReserveReplicatedAndSnapshotted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.snap")
 	cfg := Config{Config: core.Config{SnapshotPath: path, SnapshotInterval: time.Hour}} // only the final save
@@ -75,7 +76,7 @@ func TestReserveReplicatedAndSnapshotted(t *testing.T) {
 	r := startServer(t, Config{Config: core.Config{ReplicaOf: p.addr}})
 	pc, rc := p.client(t, 3), r.client(t, 3)
 	waitLinkUp(t, rc)
-	keys := []string{"fx", "sl", "lg", "tk", "gc", "lk", "ls", "a1", "a2"}
+	keys := []string{"fx", "sl", "lg", "tk", "gc", "lk", "ls", "a1", "a2", "s1", "s2", "s3", "s4"}
 	for range 3 {
 		for _, line := range []string{
 			"RL.FIXED fx 10 3600000 COST 3 RESERVE 4",
@@ -86,6 +87,11 @@ func TestReserveReplicatedAndSnapshotted(t *testing.T) {
 			"RL.LEAKY lk 10 3600000 QUEUE 9 COST 3 RESERVE 4",
 			"RL.ACQUIRE ls 5 3600000 RESERVE 2",
 			"RL.ALL FIXED a1 10 3600000 COST 2 RESERVE 5 GCRA a2 10 3600000 COST 3",
+			"RL.SLICE FIXED s1 10 3600000 4",
+			"RL.SLICE SLIDE s2 10 3600000 4 RESERVE 1",
+			"RL.SLICE TOKEN s3 10 3600000 4 RATE 2",
+			"RL.SLICE GCRA s4 10 3600000 4 BURST 7",
+			"RL.TOKEN s3 10 3600000 RATE 2 REFUND 1",
 		} {
 			do(pc, line)
 		}

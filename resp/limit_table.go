@@ -49,6 +49,26 @@ var rlAllArgs = []arg{{name: "rule", typ: "block", multiple: true, args: []arg{
 	}},
 }}}
 
+// sliceArgs are RL.SLICE's arguments: an algorithm that takes slices, the key, the
+// limiter's positional arguments, the count, and the limiter's options but COST and
+// REFUND.
+var sliceArgs = []arg{
+	{name: "algorithm", typ: "oneof", args: []arg{
+		{name: "fixed", typ: "pure-token", token: "FIXED"},
+		{name: "slide", typ: "pure-token", token: "SLIDE"},
+		{name: "token", typ: "pure-token", token: "TOKEN"},
+		{name: "gcra", typ: "pure-token", token: "GCRA"},
+	}},
+	{name: "key", typ: "key"},
+	{name: "limit", typ: "integer"},
+	{name: "window_ms", typ: "integer"},
+	{name: "count", typ: "integer"},
+	{name: "rate", typ: "integer", token: "RATE", optional: true},
+	{name: "burst", typ: "integer", token: "BURST", optional: true},
+	{name: "reserve", typ: "integer", token: "RESERVE", optional: true},
+	{name: "peek", typ: "pure-token", token: "PEEK", optional: true},
+}
+
 // limitCommands are the commands of the rate limiters, RL.* and their Redis-compatible peers, in docs/commands.md's order.
 var limitCommands = []*command{
 	{
@@ -276,6 +296,50 @@ var limitCommands = []*command{
 		},
 		keys: rlAllKeys,
 		run:  cmdRLAll,
+	},
+	{
+		// Its key follows the algorithm word, as an RL.ALL rule's.
+		name: "rl.slice", arity: -6, flags: flagsLimiter, firstKey: 2, lastKey: 2, keyStep: 1,
+		summary:    "Take up to count units of a key's limit now, spent as count requests would be, for a client to admit from in-process; answers granted, limit, remaining, retry_after_ms, reset_after_ms and valid_ms.",
+		group:      groupRateLimit,
+		complexity: "O(1)",
+		args:       sliceArgs,
+		doc: "A quota slice, for a client that decides its requests in-process instead of calling " +
+			"the server for each (not a lease: RL.ACQUIRE counts concurrent holders, a slice is " +
+			"rate spent early). The server takes what fits of `count` (1 to limit) now: the largest " +
+			"c ≤ count that a call of `COST c` would pass, with its `RESERVE` if any, and spends it as " +
+			"that call would, so replicas, the snapshot and the append-only log carry it as any spend. " +
+			"The reply is `[granted, limit, remaining, retry_after_ms, reset_after_ms, valid_ms]`: " +
+			"`granted` is 0 to count (partial when fewer remain; 0 writes nothing, and " +
+			"`retry_after_ms` is then the time until one unit fits), the next four are the " +
+			"limiter's own after the slice, and `valid_ms` (rounded down, 0 when nothing is granted) " +
+			"is how long the client may admit requests from the slice, counted from when it sent " +
+			"RL.SLICE: RL.FIXED and RL.SLIDE to the end of the window the slice was counted in, so " +
+			"a key never admits more than its limit in a window, slices and calls together; RL.TOKEN " +
+			"the time the bucket refills from empty (capacity · window_ms / rate) and RL.GCRA τ " +
+			"(burst · emission interval): the long-run rate is exact, and over any span t at most " +
+			"what the bucket admits over t + valid_ms is used, so a burst can pass the capacity by " +
+			"the units still held, at most one capacity. What the client did not use goes back with " +
+			"the limiter's own `REFUND` (`RL.FIXED key limit window_ms REFUND n`), within the window " +
+			"for RL.FIXED and RL.SLIDE: a refund never leaves more room than a fresh key has. `PEEK` " +
+			"answers what would be granted and spends nothing. The algorithm word is RL.ALL's; its " +
+			"options are the limiter's (`RATE`, `BURST`, `RESERVE`, `PEEK`). RL.LOG and RL.LEAKY " +
+			"take none (`ERR RL.SLICE takes no LOG: a log entry's time is its request's, and a slice " +
+			"is spent before its requests come`; `ERR RL.SLICE takes no LEAKY: its queue's order is " +
+			"the point, and a slice's requests would jump it`); `ERR count must be an integer between " +
+			"1 and <limit>`; `ERR RL.SLICE takes neither COST nor REFUND: count is what it takes; give " +
+			"back with the limiter's REFUND`. Nothing changes on any error.",
+		examples: []example{
+			{"RL.SLICE FIXED api:acme 100 60000 40", "40 100 60 0 60000 60000"},
+			{"RL.SLICE FIXED api:acme 100 60000 40", "40 100 20 0 60000 60000"},
+			{"RL.SLICE FIXED api:acme 100 60000 40", "20 100 0 0 60000 60000"},
+			{"RL.SLICE FIXED api:acme 100 60000 40", "0 100 0 60000 60000 0"},
+			// The client used 5 of its last 20: it gives back 15.
+			{"RL.FIXED api:acme 100 60000 REFUND 15", "1 100 15 0 60000"},
+			{"RL.SLICE TOKEN user:7 10 1000 4", "4 10 6 0 400 1000"},
+			{"RL.SLICE GCRA user:8 10 1000 8 RESERVE 4", "6 10 0 0 600 1000"},
+		},
+		run: cmdSlice,
 	},
 	{
 		name: "rl.acquire", arity: -4, flags: flagsLimiter, firstKey: 1, lastKey: 1, keyStep: 1,

@@ -141,7 +141,7 @@ func peeks(cm *command, args [][]byte) bool {
 		rules, err := rlcmd.ParseRLAll(args[1:], math.MaxInt64)
 		return err != nil || slices.ContainsFunc(rules, func(r algo.Rule) bool { return r.Req.Peek })
 	}
-	for _, a := range args[min(2, len(args)):] {
+	for _, a := range args[min(cm.firstKey+1, len(args)):] {
 		if bytes.EqualFold(a, []byte("peek")) {
 			return true
 		}

@@ -15,7 +15,7 @@ import (
 
 // TestAOFRestart: what a server with appendonly yes admitted is there after it stops
 // without a final save (SHUTDOWN NOSAVE), under each fsync policy, and after a
-// BGREWRITEAOF too.
+// BGREWRITEAOF too; a slice (RL.SLICE) as any spend.
 func TestAOFRestart(t *testing.T) {
 	for _, policy := range []aof.Fsync{aof.FsyncAlways, aof.FsyncEverySec, aof.FsyncNo} {
 		t.Run(policy.String(), func(t *testing.T) {
@@ -30,12 +30,16 @@ func TestAOFRestart(t *testing.T) {
 				t.Fatalf("BGREWRITEAOF: %s", got)
 			}
 			do(rdb, "RL.FIXED k 5 31536000000")
+			do(rdb, "RL.SLICE GCRA s 5 31536000000 4") // a slice is logged as any spend
 			rdb.ShutdownNoSave(context.Background())
 			stop()
 			ts2 := startServer(t, cfg)
 			rdb2 := ts2.client(t, 2)
 			if got := do(rdb2, "RL.FIXED k 5 31536000000"); got[:7] != "[1 5 0 " {
 				t.Fatalf("after the restart: %s, want the fifth of 5 admitted", got)
+			}
+			if got := do(rdb2, "RL.SLICE GCRA s 5 31536000000 5"); got[:7] != "[1 5 0 " {
+				t.Fatalf("after the restart: %s, want the slice's 4 of 5 spent", got)
 			}
 			if got := persistenceField(t, rdb2, "aof_enabled"); got != "1" {
 				t.Fatalf("aof_enabled %s", got)

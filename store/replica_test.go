@@ -80,8 +80,13 @@ func TestReplicaEqualsPrimary(t *testing.T) {
 				kind := kinds[rng.IntN(len(kinds))]
 				r := request(kind, 1+int64(rng.IntN(10)), int64(1+rng.IntN(200))*ms)
 				r.Peek = rng.IntN(10) == 0
-				if rng.IntN(6) == 0 { // refunds are writes, replicated as any other
+				switch rng.IntN(6) {
+				case 0: // refunds are writes, replicated as any other
 					r.Cost, r.Peek, r.Refund = 0, false, 1+rng.Int64N(5)
+				case 1: // and so are slices
+					if kind.Sliceable() {
+						r = sliceOf(r, 1+rng.Int64N(r.Limit))
+					}
 				}
 				_, err = primary.Do(key, r, now)
 			}

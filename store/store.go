@@ -69,6 +69,9 @@ var (
 	// slab of the key's record size holds as many records as a slot numbers, 2^26:
 	// 64M keys of one size in a shard, which only a store of few shards reaches.
 	ErrShardFull = errors.New("store: shard full for keys of this size")
+	// ErrSliceKind is returned for a slice (algo.Request.Slice) on a kind that takes
+	// none (algo.Kind.Sliceable).
+	ErrSliceKind = errors.New("store: a slice on a kind that takes none")
 	// ErrSameKey is returned by DoAll for two rules on one key: the rules would see
 	// each other's writes, and the reply could not say which rule consumed what.
 	ErrSameKey = errors.New("store: two rules on one key")
@@ -215,7 +218,8 @@ func (s *Store) locate(key []byte, now int64) (*shard, uint32) {
 // A key whose state is fresh again after the call is removed. r.Kind is not KindLease.
 // A request with Refund gives back what earlier calls spent (algo's refund.go), a
 // write replicated as any other; it is not counted in Stats' Allowed and Limited, and
-// on an absent key it changes nothing.
+// on an absent key it changes nothing. A request with Slice takes what fits of it
+// (algo's slice.go), a write as any spend.
 func (s *Store) Do(key []byte, r algo.Request, now int64) (algo.Decision, error) {
 	if err := s.check(key, r); err != nil {
 		return algo.Decision{}, err
@@ -243,6 +247,9 @@ func (s *Store) check(key []byte, r algo.Request) error {
 	}
 	if r.Kind == algo.KindLog && r.Limit > s.maxLogLimit {
 		return ErrLogLimit
+	}
+	if r.Slice > 0 && !r.Kind.Sliceable() {
+		return ErrSliceKind
 	}
 	return nil
 }

@@ -294,12 +294,24 @@ func TestDoRejects(t *testing.T) {
 		{"log limit above the max", []byte("k"), request(algo.KindLog, 101, sec), ErrLogLimit},
 		{"log limit at the max", []byte("k"), request(algo.KindLog, 100, sec), nil},
 		{"key too long", make([]byte, maxKeyLen+1), request(algo.KindFixed, 1, sec), ErrKeyTooLong},
+		{"slice on RL.LOG", []byte("s"), sliceOf(request(algo.KindLog, 10, sec), 3), ErrSliceKind},
+		{"slice on RL.LEAKY", []byte("s"), sliceOf(request(algo.KindLeaky, 10, sec), 3), ErrSliceKind},
+		{"slice on CL.THROTTLE", []byte("s"), sliceOf(request(algo.KindThrottle, 10, sec), 3), ErrSliceKind},
 	}
 	for _, tt := range tests {
 		if _, err := s.Do(tt.key, tt.r, t0); err != tt.want {
 			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
 		}
 	}
+	if s.Exists([]byte("s"), t0) {
+		t.Error("a refused slice created its key")
+	}
+}
+
+// sliceOf is r as a slice of n.
+func sliceOf(r algo.Request, n int64) algo.Request {
+	r.Cost, r.Slice = 0, n
+	return r
 }
 
 func TestExpiryRemovesAtFreshAt(t *testing.T) {
@@ -731,3 +743,67 @@ func TestRefund(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceConcurrent: 32 goroutines take slices of random sizes on one key at once,
+// in rounds at moments moving forward by random steps. What the store grants never
+// passes what the algorithm admits: per window at most the limit (RL.FIXED, RL.SLIDE),
+// and since the first round at most capacity + rate × elapsed (RL.TOKEN, RL.GCRA).
+// Partial slices are exact: RL.FIXED grants each window min(limit, what was asked).
+func TestSliceConcurrent(t *testing.T) {
+	const goroutines, perRound, rounds, limit = 32, 4, 200, 100
+	window := 50 * ms
+	for _, kind := range []algo.Kind{algo.KindFixed, algo.KindSlide, algo.KindToken, algo.KindGCRA} {
+		t.Run(kind.String(), func(t *testing.T) {
+			s := newStore(t, Config{MonotonicTime: true})
+			rng := rand.New(rand.NewPCG(uint64(kind), 38))
+			base := nextWindow(window)
+			now := base
+			granted, asked := map[int64]int64{}, map[int64]int64{}
+			var total int64
+			for range rounds {
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				for g := range goroutines {
+					wg.Go(func() {
+						var got, want int64
+						for i := range perRound {
+							n := 1 + int64((g*7+i*13)%limit)
+							d, err := s.Do([]byte("k"), sliceOf(request(kind, limit, window), n), now)
+							if err != nil || d.Granted < 0 || d.Granted > n {
+								t.Errorf("slice of %d: granted %d, %v", n, d.Granted, err)
+								return
+							}
+							got, want = got+d.Granted, want+n
+						}
+						mu.Lock()
+						granted[now/window] += got
+						asked[now/window] += want
+						total += got
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+				bound := int64(limit) // per window
+				sum := granted[now/window]
+				if kind == algo.KindToken || kind == algo.KindGCRA {
+					bound, sum = limit+(now-base)*limit/window, total // rate limit per window
+				}
+				if sum > bound {
+					t.Fatalf("at +%d µs: %d granted, at most %d", now-base, sum, bound)
+				}
+				now += rng.Int64N(window / 3)
+			}
+			if kind != algo.KindFixed {
+				return
+			}
+			for w, g := range granted {
+				if g != min(limit, asked[w]) {
+					t.Fatalf("window %d: granted %d of %d asked", w, g, asked[w])
+				}
+			}
+		})
+	}
+}
+
+// nextWindow is the first moment of a window of w at or after t0.
+func nextWindow(w int64) int64 { return (t0/w + 1) * w }

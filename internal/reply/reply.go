@@ -44,6 +44,12 @@ const (
 	// RefundReserve: a refund always admits, so a reserve would say nothing.
 	RefundReserve = "ERR REFUND takes no RESERVE"
 
+	// RL.SLICE's grammar: the kinds it refuses say why.
+	SliceUnknown = "ERR unknown algorithm in RL.SLICE: expected FIXED, SLIDE, TOKEN or GCRA"
+	SliceLog     = "ERR RL.SLICE takes no LOG: a log entry's time is its request's, and a slice is spent before its requests come"
+	SliceLeaky   = "ERR RL.SLICE takes no LEAKY: its queue's order is the point, and a slice's requests would jump it"
+	SliceOption  = "ERR RL.SLICE takes neither COST nor REFUND: count is what it takes; give back with the limiter's REFUND"
+
 	// RL.POLICY's grammar.
 	NoDescriptor  = "ERR RL.POLICY needs at least one DESCRIPTOR"
 	EntryPairs    = "ERR a descriptor's entries are key value pairs"
@@ -85,6 +91,7 @@ const (
 	costUpTo    = "ERR cost must be an integer between 0 and "
 	refundUpTo  = "ERR refund must be an integer between 1 and "
 	reserveUpTo = "ERR reserve must be an integer between 0 and "
+	countUpTo   = "ERR count must be an integer between 1 and "
 	hitsBetween = "ERR hits must be an integer between "
 	invalid     = "ERR invalid request: "
 	arityOf     = "ERR wrong number of arguments for '"
@@ -103,6 +110,9 @@ func RefundUpTo(most string) string { return refundUpTo + most }
 
 // ReserveUpTo is the reply to a RESERVE out of 0..most (the limit).
 func ReserveUpTo(most string) string { return reserveUpTo + most }
+
+// CountUpTo is the reply to an RL.SLICE count out of 1..most (the limit).
+func CountUpTo(most string) string { return countUpTo + most }
 
 // HitsBetween is the reply to an RL.POLICY HITS out of lo..most.
 func HitsBetween(lo, most string) string { return hitsBetween + lo + " and " + most }
@@ -124,7 +134,8 @@ func UnknownAlgorithm(word string) string {
 var fixed = map[string]bool{
 	Syntax: true, Limit: true, Window: true, Rate: true, Burst: true, Queue: true, MaxBurst: true,
 	Count: true, Period: true, Quantity: true, UnknownKind: true, AllTooMany: true, AllUnknown: true,
-	LeaseMs: true, LeaseID: true, RefundAlone: true, RefundReserve: true, NoDescriptor: true, EntryPairs: true, NoEntries: true,
+	LeaseMs: true, LeaseID: true, RefundAlone: true, RefundReserve: true,
+	SliceUnknown: true, SliceLog: true, SliceLeaky: true, SliceOption: true, NoDescriptor: true, EntryPairs: true, NoEntries: true,
 	PolicyLimit: true, PolicyUnit: true, HitsAndRefund: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
 	GCRAMaxBurst: true, GCRANotInt: true, GCRAPositive: true, GCRAFloat: true, GCRAPeriod: true,
 	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true,
@@ -139,7 +150,7 @@ func BadRequest(msg string) bool {
 	case fixed[msg]:
 		return true
 	case strings.HasPrefix(msg, limitUpTo), strings.HasPrefix(msg, costUpTo), strings.HasPrefix(msg, refundUpTo),
-		strings.HasPrefix(msg, reserveUpTo),
+		strings.HasPrefix(msg, reserveUpTo), strings.HasPrefix(msg, countUpTo),
 		strings.HasPrefix(msg, hitsBetween), strings.HasPrefix(msg, invalid):
 		return true
 	case strings.HasPrefix(msg, arityOf) && strings.HasSuffix(msg, "' command"):

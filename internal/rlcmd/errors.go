@@ -37,6 +37,11 @@ var (
 	errRenewArity    = &reply.Error{Text: reply.Arity("rl.renew")}
 	errRefundAlone   = &reply.Error{Text: reply.RefundAlone}
 	errRefundReserve = &reply.Error{Text: reply.RefundReserve}
+	errSliceArity    = &reply.Error{Text: reply.Arity("rl.slice")}
+	errSliceUnknown  = &reply.Error{Text: reply.SliceUnknown}
+	errSliceLog      = &reply.Error{Text: reply.SliceLog}
+	errSliceLeaky    = &reply.Error{Text: reply.SliceLeaky}
+	errSliceOption   = &reply.Error{Text: reply.SliceOption}
 
 	// algo's schedule errors, in each command's terms (scheduleError).
 	errBurstSpan    = &reply.Error{Text: reply.BurstSpan}
@@ -78,6 +83,11 @@ func refundError(most int64) error {
 // reserveError is the reply to a RESERVE out of 0..most (the limit).
 func reserveError(most int64) error {
 	return &reply.Error{Text: reply.ReserveUpTo(strconv.FormatInt(most, 10))}
+}
+
+// countError is the reply to an RL.SLICE count out of 1..most (the limit).
+func countError(most int64) error {
+	return &reply.Error{Text: reply.CountUpTo(strconv.FormatInt(most, 10))}
 }
 
 // unknownAlgorithmError is the reply to an RL.ALL whose first word is no algorithm.

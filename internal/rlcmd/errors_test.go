@@ -38,7 +38,8 @@ func TestBadRequestKnowsEveryRefusal(t *testing.T) {
 		errLeaseMs, errLeaseID, errRenewArity, errBurstSpan, errQueueSpan, errCostSpan, errMaxBurstSpan,
 		errGCRAArity, errGCRAMaxBurst, errGCRANotInt, errGCRAPositive, errGCRAFloat, errGCRAPeriod,
 		errGCRAMissing, errGCRATokensOvf, errGCRABurstOvf, arityError(algo.KindLeaky), limitError(100_000), costError(5000),
-		unknownAlgorithmError([]byte("THROTTLE"))}
+		unknownAlgorithmError([]byte("THROTTLE")), errSliceArity, errSliceUnknown, errSliceLog, errSliceLeaky,
+		errSliceOption, countError(100)}
 	for _, err := range refusals {
 		if !reply.BadRequest(err.Error()) {
 			t.Errorf("reply.BadRequest(%q) = false", err)
