@@ -142,6 +142,14 @@ type chartValues struct {
 	Replicas       int
 	Metrics        struct{ Enabled bool }
 	ServiceMonitor struct{ Enabled bool }
+	Tracing        tracingValues
+}
+
+// tracingValues are the chart's tracing values.
+type tracingValues struct {
+	Enabled                                           bool
+	Endpoint, Protocol, ServiceName, ServiceNamespace string
+	SamplingRate                                      float64
 }
 
 func mergedValues(t *testing.T, vals map[string]any) chartValues {
@@ -192,7 +200,7 @@ func checkChart(t *testing.T, objs []object, v chartValues) []error {
 	}
 	for where, tmpl := range pods {
 		errs = append(errs, checkPodWith(where, tmpl.Spec, func(c corev1.Container) []error {
-			return checkChartRlserver(where, tmpl.Spec, c, v.Mode)
+			return append(checkChartRlserver(where, tmpl.Spec, c, v.Mode), checkTracingEnv(where, c, v.Tracing)...)
 		})...)
 	}
 	errs = append(errs, checkServices(services, pods)...)
@@ -231,7 +239,9 @@ func checkChartRlserver(where string, spec corev1.PodSpec, c corev1.Container, m
 		}
 		env := map[string]string{}
 		for _, e := range c.Env {
-			env[e.Name] = e.Value
+			if !tracingVar(e.Name) { // checkTracingEnv's
+				env[e.Name] = e.Value
+			}
 		}
 		if got, want := slices.Sorted(maps.Keys(env)), envoyGatewayVars(); !slices.Equal(got, want) {
 			fail("variables %v, docs/gateway.md names %v", got, want)
@@ -281,6 +291,52 @@ func checkChartRlserver(where string, spec corev1.PodSpec, c corev1.Container, m
 		fail("declares ports %v, listens on %v", declared, listening)
 	}
 	return errs
+}
+
+// tracingVar reports whether name is one of the tracing values' variables.
+func tracingVar(name string) bool {
+	return strings.HasPrefix(name, "TRACING_") || strings.HasPrefix(name, "OTEL_")
+}
+
+// checkTracingEnv checks that an rlserver container has the tracing variables with
+// the values' settings when tracing is enabled, rlserver's names for them
+// (cmd/rlserver's tracingEnv, envoyproxy/ratelimit's), and none when it is not.
+func checkTracingEnv(where string, c corev1.Container, tr tracingValues) []error {
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		if tracingVar(e.Name) {
+			env[e.Name] = e
+		}
+	}
+	fail := func(format string, args ...any) []error {
+		return []error{fmt.Errorf("%s: container %s: %s", where, c.Name, fmt.Sprintf(format, args...))}
+	}
+	if !tr.Enabled {
+		if len(env) > 0 {
+			return fail("tracing off, variables %v", slices.Sorted(maps.Keys(env)))
+		}
+		return nil
+	}
+	rate, err := strconv.ParseFloat(env["TRACING_SAMPLING_RATE"].Value, 64)
+	if err != nil || rate != tr.SamplingRate {
+		return fail("TRACING_SAMPLING_RATE %q, want %v", env["TRACING_SAMPLING_RATE"].Value, tr.SamplingRate)
+	}
+	want := map[string]string{"TRACING_ENABLED": "true", "TRACING_EXPORTER_PROTOCOL": tr.Protocol, "TRACING_SERVICE_NAME": tr.ServiceName,
+		"TRACING_SAMPLING_RATE": env["TRACING_SAMPLING_RATE"].Value, "TRACING_SERVICE_INSTANCE_ID": "", "OTEL_EXPORTER_OTLP_ENDPOINT": tr.Endpoint}
+	if tr.ServiceNamespace != "" {
+		want["TRACING_SERVICE_NAMESPACE"] = tr.ServiceNamespace
+	}
+	got := map[string]string{}
+	for name, e := range env {
+		got[name] = e.Value
+	}
+	if !maps.Equal(got, want) {
+		return fail("tracing variables %v, want %v", got, want)
+	}
+	if id := env["TRACING_SERVICE_INSTANCE_ID"].ValueFrom; id == nil || id.FieldRef == nil || id.FieldRef.FieldPath != "metadata.name" {
+		return fail("TRACING_SERVICE_INSTANCE_ID is not the pod's name")
+	}
+	return nil
 }
 
 func secretMounted(spec corev1.PodSpec, c corev1.Container, dir string) bool {
@@ -344,6 +400,8 @@ func TestHelmBadValues(t *testing.T) {
 		{"values-bad-replicas.yaml", []string{"/replicas", "minimum"}, []string{"replicas -1", "at least one"}},
 		{"values-bad-mode.yaml", []string{"mode", "standalone"}, []string{`mode "cluster"`, "want one of"}},
 		{"values-bad-servicemonitor.yaml", []string{"serviceMonitor.enabled needs metrics.enabled"}, []string{"serviceMonitor.enabled needs metrics.enabled"}},
+		{"values-bad-sampling.yaml", []string{"/tracing/samplingRate", "maximum"}, []string{"tracing.samplingRate 1.5", "want 0 to 1"}},
+		{"values-bad-tracing-endpoint.yaml", []string{"tracing.enabled needs tracing.endpoint"}, []string{"tracing.enabled needs tracing.endpoint"}},
 	} {
 		vals := readValues(t, filepath.Join("testdata/helm", tc.file))
 		for _, skip := range []bool{false, true} {
@@ -384,6 +442,8 @@ func TestHelmRenderBadChart(t *testing.T) {
 		{"_helpers.tpl", "- name: CONFIG_TYPE\n", "- name: USE_STATSD\n  value: \"false\"\n- name: CONFIG_TYPE\n",
 			"values-envoy-gateway.yaml", "docs/gateway.md names"},
 		{"servicemonitor.yaml", "if .Values.serviceMonitor.enabled", "if true", "values-standalone.yaml", "serviceMonitor.enabled false and 1 ServiceMonitors"},
+		{"_helpers.tpl", "value: {{ .Values.tracing.samplingRate | quote }}", `value: "1"`, "values-envoy-gateway.yaml", `TRACING_SAMPLING_RATE "1", want 0.01`},
+		{"sentinel.yaml", `{{- with include "rlserver.tracingEnv" . | trim }}`, `{{- with "" }}`, "values-sentinel.yaml", `container rlserver: TRACING_SAMPLING_RATE "", want 0.5`},
 	} {
 		dir := filepath.Join(t.TempDir(), "rlserver")
 		if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {

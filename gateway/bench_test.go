@@ -9,6 +9,9 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const benchPolicy = `
@@ -137,3 +140,36 @@ type discardWriter struct {
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(code int)        { w.code = code }
+
+// BenchmarkTracing is BenchmarkShouldRateLimit's call of one descriptor without a
+// tracer provider and with one as -tracing builds it at 1% sampling (the SDK's
+// ratio sampler, a batch exporter that drops the spans): what tracing costs a call.
+func BenchmarkTracing(b *testing.B) {
+	reqs := benchRequests(100_000, 1)
+	for _, bc := range []struct {
+		name string
+		tp   trace.TracerProvider
+	}{
+		{"off", nil},
+		{"1pct", sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()),
+			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e, _ := newEngine(b, benchPolicy)
+			f := startFront(b, Config{Decider: e, TracerProvider: bc.tp})
+			var next atomic.Int64
+			b.SetParallelism(16)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := ctxT(b)
+				for pb.Next() {
+					if _, err := f.client.ShouldRateLimit(ctx, reqs[next.Add(1)%int64(len(reqs))]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

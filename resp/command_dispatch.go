@@ -66,8 +66,7 @@ func (s *Server) dispatchSilent(c *client, args [][]byte) {
 	}
 }
 
-// dispatch finds a command and checks its arguments and the connection's right to
-// run it; inside MULTI it queues it, else runs it.
+// dispatch finds a command and admits it, traced if the tracer samples it.
 func (s *Server) dispatch(c *client, args [][]byte) {
 	if c.caching {
 		cachingStep(c, args)
@@ -86,7 +85,17 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		}
 		cm = sub
 	}
-	if cm.arity > 0 && len(args) != cm.arity || cm.arity < 0 && len(args) < -cm.arity {
+	if s.trace.sample() {
+		s.admitTraced(c, cm, args)
+		return
+	}
+	s.admit(c, cm, args)
+}
+
+// admit checks cm's arguments and the connection's right to run it; inside MULTI it
+// queues it, else runs it.
+func (s *Server) admit(c *client, cm *command, args [][]byte) {
+	if !cm.arityOK(len(args)) {
 		cm.stats.rejected.Add(1)
 		msg := "wrong number of arguments for '" + cm.full + "' command"
 		if c.inMulti && cm.name == "exec" {

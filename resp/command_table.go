@@ -191,6 +191,11 @@ func lookupFull(name string) *command {
 	return c.subIndex[sub]
 }
 
+// arityOK reports whether n words (the name counted) are as many as c takes.
+func (c *command) arityOK(n int) bool {
+	return !(c.arity > 0 && n != c.arity || c.arity < 0 && n < -c.arity)
+}
+
 // upper is Redis's spelling of a command in help texts: upper case, "|" as a space.
 func upper(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "|", " "))

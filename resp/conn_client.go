@@ -48,7 +48,8 @@ type client struct {
 	// CLIENT TRACKING ON OPTIN or OPTOUT, and CLIENT CACHING given for the command or
 	// transaction that follows (conn_tracking.go).
 	trackOptIn, trackOptOut, caching, cachingNext bool
-	asking                                        bool // ASKING: the next command may use a slot being moved here
+	asking                                        bool  // ASKING: the next command may use a slot being moved here
+	verdict                                       uint8 // the limiters' answers while a traced command runs (decided)
 
 	// MULTI (multi.go): the commands queued, and whether one was refused.
 	inMulti, multiDirty bool

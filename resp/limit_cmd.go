@@ -41,6 +41,7 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 			c.writeError(ErrorReply(err))
 			return
 		}
+		c.decided(d.Allowed)
 		if !d.Allowed && !req.Peek && req.Refund == 0 {
 			s.noteRefused(req, args[1], now)
 		}

@@ -19,6 +19,7 @@ func cmdAcquire(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(ErrorReply(err))
 		return
 	}
+	c.decided(d.Acquired)
 	c.w.WriteArray(5)
 	c.w.WriteInt64(boolInt(d.Acquired))
 	c.w.WriteInt64(d.Limit)

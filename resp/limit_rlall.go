@@ -34,6 +34,7 @@ func cmdRLAll(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(ErrorReply(err))
 		return
 	}
+	c.decided(allowed)
 	c.w.WriteArray(1 + len(ds))
 	c.w.WriteInt64(boolInt(allowed))
 	for i, d := range ds {

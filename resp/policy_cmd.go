@@ -161,6 +161,7 @@ func cmdPolicy(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(ErrorReply(err))
 		return
 	}
+	c.decided(resp.Overall != policy.CodeOverLimit)
 	c.w.WriteArray(1 + len(resp.Statuses))
 	c.w.WriteInt64(int64(resp.Overall))
 	for _, st := range resp.Statuses {

@@ -28,6 +28,7 @@ import (
 	"github.com/rlserver/rlserver/replication"
 	"github.com/rlserver/rlserver/store"
 	"github.com/tidwall/redcon"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Version is rlserver's version, reported by INFO and rlserver --version; make
@@ -113,6 +114,14 @@ type Config struct {
 	// of, on its core's store: for NewServer, whose caller holds no core.
 	// Server.Policy returns that engine.
 	Policy *config.Policy
+
+	// TracerProvider, if set, traces a random TraceSampling share (0 to 1) of the
+	// commands, a span each (server_tracing.go). The share is drawn before anything is
+	// built and the span started from a context of sampled.Mark: the provider's
+	// sampler must keep those (internal/tracing's does). Nil: nothing traced, one comparison
+	// a command.
+	TracerProvider trace.TracerProvider
+	TraceSampling  float64
 }
 
 // Errors returned by Server methods.
@@ -175,6 +184,7 @@ type Server struct {
 	track     tracking     // conn_tracking.go
 	trackers  atomic.Int32 // connections with CLIENT TRACKING ON
 	pause     pauses       // CLIENT PAUSE (server_pause.go)
+	trace     tracer       // server_tracing.go
 
 	acl    *acl.Registry // the users (acl.go, acl_cmd.go)
 	aclLog *acl.Log
@@ -261,6 +271,7 @@ func NewFront(c *core.Core, cfg Config) (*Server, error) {
 	}
 	s.newExchange()
 	s.refused = newRefused()
+	s.trace = newTracer(cfg.TracerProvider, cfg.TraceSampling)
 	s.tun.Store(initialTunables(cfg)) // before initACL, which reads acllog-max-len
 	if err := s.initACL(); err != nil {
 		return nil, err
@@ -292,6 +303,9 @@ func (cfg Config) check() error {
 	}
 	if cfg.ProtoMaxBulkLen < 0 {
 		return fmt.Errorf("resp: ProtoMaxBulkLen must be 0 (default) or positive, got %d", cfg.ProtoMaxBulkLen)
+	}
+	if !(cfg.TraceSampling >= 0 && cfg.TraceSampling <= 1) {
+		return fmt.Errorf("resp: TraceSampling must be between 0 and 1, got %v", cfg.TraceSampling)
 	}
 	return nil
 }

@@ -51,6 +51,7 @@ type rlsTarget struct {
 	procs []*launch.Proc // the server's processes (theirs: ratelimit and redis-server)
 	redis string         // theirs: redis-server's address, for its key count
 	conn  *grpc.ClientConn
+	sink  *spanSink // the traced rlserver's OTLP receiver
 }
 
 // runRLSBench is `rlbench rls` (make bench-rls): ShouldRateLimit/s of 1 and of 5 descriptors
@@ -63,7 +64,12 @@ type rlsTarget struct {
 //
 //	bench-rls: rlserver <n> vs envoyproxy/ratelimit <m> ShouldRateLimit/s = <r>x; p50 ...; p99 ...
 //	bench-rls descriptors: a request of 5 costs <r>x one of 1 on rlserver (...), <r>x on envoyproxy/ratelimit
+//	bench-rls tracing: rlserver -tracing at 1% sampling <n> vs off <m> ShouldRateLimit/s = <r>x
 //	bench-rls memory: rlserver <a> vs envoyproxy/ratelimit+redis <b> B RSS per active descriptor value = <r>x
+//
+// The tracing figure is a third server, rlserver with envoyproxy/ratelimit's tracing
+// variables at TRACING_SAMPLING_RATE 0.01, exporting over OTLP/gRPC to a receiver in
+// this process, loaded with requests of 1 descriptor in the same rounds.
 func runRLSBench(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("rlbench rls", flag.ContinueOnError)
 	bin := fs.String("rlserver-bin", "", "rlserver `binary`; empty: go build ./cmd/rlserver")
@@ -104,12 +110,20 @@ func runRLSBench(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	traced, spans, err := startTracedTarget(binary, dir, *serverCPU)
+	if traced != nil {
+		defer traced.stop()
+	}
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "== rls: ShouldRateLimit, 1 and 5 descriptors over %d users, %d streams, %v per side and round, %d rounds; servers on CPU %d, load on CPU %d ==\n",
 		*users, *streams, *load, *rounds, *serverCPU, *loadCPU)
-	targets := []*rlsTarget{ours, theirs}
-	// Four runs in one: each server with requests of 1 and of 5 descriptors; run k of
-	// a round is (server, descriptors) = runs[(k+r)%4], so who goes first alternates.
-	runs := [][2]int{{0, 1}, {1, 1}, {0, 5}, {1, 5}}
+	targets := []*rlsTarget{ours, theirs, traced}
+	// Five runs in one: each server with requests of 1 and of 5 descriptors, and the
+	// traced rlserver with 1; run k of a round is (server, descriptors) =
+	// runs[(k+r)%5], so who goes first alternates.
+	runs := [][2]int{{0, 1}, {1, 1}, {0, 5}, {1, 5}, {2, 1}}
 	reqs := map[int][]*pb.RateLimitRequest{1: rlsRequests("u", *users, 1), 5: rlsRequests("u", *users, 5)}
 	hists := make([]histogram, len(runs))
 	errs := make([]int, len(runs))
@@ -136,10 +150,13 @@ func runRLSBench(ctx context.Context, args []string, w io.Writer) error {
 		ms(hists[0].quantile(0.99)), ms(hists[1].quantile(0.99)))
 	fmt.Fprintf(w, "bench-rls descriptors: a request of 5 costs %.2fx one of 1 on rlserver (%.0f vs %.0f ShouldRateLimit/s), %.2fx on envoyproxy/ratelimit\n",
 		rate[0]/rate[2], rate[2], rate[0], rate[1]/rate[3])
+	fmt.Fprintf(w, "bench-rls tracing: rlserver -tracing at 1%% sampling %.0f vs off %.0f ShouldRateLimit/s = %.3fx; p50 %s vs %s ms; p99 %s vs %s ms; %d spans received\n",
+		rate[4], rate[0], rate[4]/rate[0], ms(hists[4].quantile(0.5)), ms(hists[0].quantile(0.5)),
+		ms(hists[4].quantile(0.99)), ms(hists[0].quantile(0.99)), spans.count())
 	if *memUsers == 0 {
 		return nil
 	}
-	return rlsMemory(ctx, w, targets, *memUsers, *streams)
+	return rlsMemory(ctx, w, targets[:2], *memUsers, *streams)
 }
 
 // startRLSTargets starts rlserver with -rls-addr, and envoyproxy/ratelimit on a
@@ -192,6 +209,9 @@ func (t *rlsTarget) stop() {
 	}
 	for _, p := range t.procs {
 		p.Stop()
+	}
+	if t.sink != nil {
+		t.sink.srv.Stop() // after the server, which flushes its spans as it stops
 	}
 }
 

@@ -65,6 +65,13 @@ func ratelimitEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		}
 		return nil
 	}
+	for _, v := range boolVars {
+		if s := getenv(v); s != "" {
+			if _, err := strconv.ParseBool(s); err != nil {
+				return fmt.Errorf("environment: %s %q is not a boolean (true, false, 1, 0...)", v, s)
+			}
+		}
+	}
 	root, sub := getenv("RUNTIME_ROOT"), getenv("RUNTIME_SUBDIRECTORY")
 	var fromXDS bool
 	switch t := getenv("CONFIG_TYPE"); t {
@@ -152,13 +159,20 @@ func xdsEnv(set func(name, value string) error, getenv func(string) string) erro
 // spells otherwise.
 var logrusLevels = map[string]string{"trace": "debug", "fatal": "error", "panic": "error"}
 
-// envBool reads a boolean as envconfig does (strconv.ParseBool); anything else is false.
+// boolVars are the boolean variables of envoyproxy/ratelimit's that rlserver reads.
+// Its envconfig refuses to start on a value strconv.ParseBool does not take, and so
+// does ratelimitEnv: read as false, GRPC_SERVER_USE_TLS=yes would serve in clear.
+var boolVars = []string{"USE_PROMETHEUS", "GRPC_SERVER_USE_TLS", "LIMIT_RESPONSE_HEADERS_ENABLED", "SHADOW_MODE",
+	"CONFIG_GRPC_XDS_SERVER_USE_TLS", "FORCE_START_WITHOUT_INITIAL_CONFIG", "TRACING_ENABLED"}
+
+// envBool reads a boolean as envconfig does (strconv.ParseBool), once boolVars are
+// checked; unset is false.
 func envBool(s string) bool {
 	b, err := strconv.ParseBool(s)
 	return err == nil && b
 }
 
-// boolText is s as a flag value when it is a boolean, else empty (not given).
+// boolText is s as a flag value, empty when unset (not given).
 func boolText(s string) string {
 	if b, err := strconv.ParseBool(s); err == nil {
 		return strconv.FormatBool(b)

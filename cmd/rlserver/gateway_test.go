@@ -66,6 +66,14 @@ func TestRatelimitEnv(t *testing.T) {
 	if o, err = parseFlags(nil, io.Discard); err != nil || o.gw.httpAddr != "0.0.0.0:9000" || o.gw.rlsAddr != "" || o.gw.limits != "" {
 		t.Errorf("PORT alone: %+v %v", o.gw, err)
 	}
+	// A boolean that does not parse stops the start, naming the variable, as
+	// envoyproxy/ratelimit's envconfig does; read as false it would turn TLS off.
+	for _, v := range boolVars {
+		getenv = envOf(map[string]string{v: "yes"})
+		if _, err := parseFlags(nil, io.Discard); err == nil || !strings.Contains(err.Error(), v+` "yes" is not a boolean`) {
+			t.Errorf("%s=yes: %v, want an error naming it", v, err)
+		}
+	}
 	getenv = envOf(map[string]string{"LOG_LEVEL": "loud"})
 	if _, err := parseFlags(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "loglevel") {
 		t.Errorf("LOG_LEVEL=loud: %v, want an error naming -loglevel", err)

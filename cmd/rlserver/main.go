@@ -336,6 +336,18 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 		opts.cfg.Engine = eng
 		eng.LoadResult(nil)
 	}
+	tp, err := startTracing(ctx, opts.gw.tracing)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		defer func() { // after every front has returned
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err = errors.Join(err, tp.Shutdown(sctx)) // the spans still batched
+		}()
+		opts.cfg.TracerProvider, opts.cfg.TraceSampling = tp, opts.gw.tracing.cfg.SamplingRate
+	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
 		return err
@@ -382,18 +394,6 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 			ln.Close()
 			return err
 		}
-	}
-	tp, err := startTracing(ctx, opts.gw.tracing)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	if tp != nil {
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			err = errors.Join(err, tp.Shutdown(sctx)) // the spans still batched
-		}()
 	}
 	gw, err := startGateway(c, eng, opts.gw, traceProvider(tp), logger)
 	if err != nil {

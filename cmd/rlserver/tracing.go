@@ -19,11 +19,11 @@ type tracingOptions struct {
 }
 
 func tracingFlags(fs *flag.FlagSet, o *tracingOptions) {
-	fs.BoolVar(&o.enabled, "tracing", false, "trace ShouldRateLimit, /json and /check over OTLP, to $OTEL_EXPORTER_OTLP_ENDPOINT (TRACING_ENABLED)")
+	fs.BoolVar(&o.enabled, "tracing", false, "trace ShouldRateLimit, /json, /check and a -tracing-sampling-rate share of RESP commands over OTLP, to $OTEL_EXPORTER_OTLP_ENDPOINT (TRACING_ENABLED)")
 	fs.StringVar(&o.cfg.ServiceName, "tracing-service-name", "RateLimit", "the service.name of -tracing's spans")
 	fs.StringVar(&o.cfg.ServiceNamespace, "tracing-service-namespace", "", "the service.namespace of -tracing's spans")
 	fs.StringVar(&o.cfg.ServiceInstanceID, "tracing-service-instance-id", "", "the service.instance.id of -tracing's spans")
-	fs.Float64Var(&o.cfg.SamplingRate, "tracing-sampling-rate", 1, "the share, 0 to 1, of traces no caller sampled that -tracing keeps")
+	fs.Float64Var(&o.cfg.SamplingRate, "tracing-sampling-rate", 1, "the share, 0 to 1, of traces no caller sampled that -tracing keeps, and of RESP commands")
 	fs.StringVar(&o.cfg.Protocol, "tracing-protocol", "http", "OTLP over `http` or grpc")
 }
 

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -110,6 +113,28 @@ func TestEnvoyGatewayEnv(t *testing.T) {
 		r, err := rls.ShouldRateLimit(ctx, req)
 		return err == nil && r.OverallCode == pb.RateLimitResponse_OK
 	})
+	// A bad version 3 is NACKed: /rlconfig still shows version 2, the metrics count
+	// both loads and the failure.
+	xdsSrv.Set(t, "3", xdstest.Edge(7, rlsconf.RateLimitUnit_UNKNOWN))
+	poll.Until(t, 5*time.Second, "version 3 NACKed", func() bool { return len(xdsSrv.NACKs()) > 0 })
+	get := func(c *http.Client, url string) string {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	if cfg := get(web, "https://"+addrs[2]+"/rlconfig"); !strings.Contains(cfg, "# policy xds version 2:") || !strings.Contains(cfg, "edge.user: 10 per minute") {
+		t.Errorf("/rlconfig after the NACK, want version 2's policy:\n%s", cfg)
+	}
+	metrics := get(http.DefaultClient, "http://"+addrs[3]+"/metrics")
+	for _, want := range []string{`rlserver_policy_loads_total{result="success"} 2`, `rlserver_policy_loads_total{result="error"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s:\n%.2000s", want, metrics)
+		}
+	}
 }
 
 // copyFile copies src to dst.
@@ -160,4 +185,49 @@ func TestXDSForceStart(t *testing.T) {
 	m := xdstest.Start(t, ca.Server(t), ca, addrs[2])
 	m.Set(t, "1", xdstest.Edge(3, rlsconf.RateLimitUnit_MINUTE))
 	poll.Until(t, 15*time.Second, "the policy once the server is up", func() bool { n, _ := limit(); return n == 3 })
+}
+
+// TestEnvoyGatewayBadCertificates: Envoy Gateway's variables with a certificate and a
+// key that do not match, or a CA file holding no certificate, stop the start with
+// the setting named, before anything listens or dials.
+func TestEnvoyGatewayBadCertificates(t *testing.T) {
+	defer func(old func(string) string) { getenv = old }(getenv)
+	ca := testpki.NewCA(t, "envoy-gateway")
+	a, b := ca.Server(t), ca.Client(t, "other") // two pairs, two keys
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"gRPC server key of another certificate", map[string]string{"GRPC_SERVER_TLS_KEY": b.KeyFile}, "private key does not match public key"},
+		{"gRPC server CA without a certificate", map[string]string{"GRPC_SERVER_TLS_CA_CERT": a.KeyFile}, "holds no PEM certificate"},
+		{"xDS client key of another certificate", map[string]string{"CONFIG_GRPC_XDS_CLIENT_TLS_KEY": b.KeyFile}, "-xds-tls-cert: tls: private key does not match public key"},
+		{"xDS server CA without a certificate", map[string]string{"CONFIG_GRPC_XDS_SERVER_TLS_CACERT": a.KeyFile}, "-xds-tls-ca: no PEM certificate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := envoyGatewayEnv(t.TempDir(), "127.0.0.1:1", "127.0.0.1:0")
+			for _, k := range []string{"GRPC_SERVER_TLS_CERT", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT"} {
+				env[k] = a.CertFile
+			}
+			for _, k := range []string{"GRPC_SERVER_TLS_KEY", "CONFIG_GRPC_XDS_CLIENT_TLS_KEY"} {
+				env[k] = a.KeyFile
+			}
+			for _, k := range []string{"GRPC_SERVER_TLS_CA_CERT", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT"} {
+				env[k] = ca.CertFile
+			}
+			maps.Copy(env, tc.env)
+			getenv = envOf(env)
+			o, err := parseFlags([]string{"-addr", "127.0.0.1:0", "-rls-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0"}, io.Discard)
+			if err == nil {
+				// Should it start, it would wait for the absent xDS server: the
+				// deadline ends the wait, and the nil error fails the case.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				err = run(ctx, o, slog.New(slog.DiscardHandler))
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want an error with %q", err, tc.want)
+			}
+		})
+	}
 }

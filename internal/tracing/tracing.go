@@ -2,7 +2,9 @@
 // envoyproxy/ratelimit builds its own from TRACING_*: spans exported over OTLP (HTTP
 // or gRPC; the endpoint, headers and certificates from the SDK's OTEL_EXPORTER_OTLP_*
 // variables), sampled at a ratio unless the caller's trace is sampled already. The
-// fronts take the provider; without one they trace nothing and pay nothing.
+// fronts take the provider; without one they trace nothing and pay nothing. A front
+// that draws its own sample before it builds anything (the RESP front: a command it
+// leaves out must cost nothing) starts its spans from a context of sampled.Mark.
 package tracing
 
 import (
@@ -17,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+
+	"github.com/rlserver/rlserver/internal/sampled"
 )
 
 // Config is envoyproxy/ratelimit's tracing settings.
@@ -70,6 +74,19 @@ func New(ctx context.Context, c Config) (*sdktrace.TracerProvider, error) {
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.SamplingRate))),
+		sdktrace.WithSampler(sdktrace.ParentBased(rootSampler{sdktrace.TraceIDRatioBased(c.SamplingRate)})),
 	), nil
 }
+
+// rootSampler decides a trace no caller started: kept if the front sampled it
+// (sampled.Marked), else by ratio.
+type rootSampler struct{ ratio sdktrace.Sampler }
+
+func (r rootSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if sampled.Marked(p.ParentContext) {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+	}
+	return r.ratio.ShouldSample(p)
+}
+
+func (r rootSampler) Description() string { return "SampledOr{" + r.ratio.Description() + "}" }

@@ -5,6 +5,7 @@ import (
 
 	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/rlserver/rlserver/policy/config"
@@ -12,14 +13,18 @@ import (
 
 // Policy is the policy xDS resources of version deliver: each RateLimitConfig as the
 // policy file envoyproxy/ratelimit makes of it (its ConfigXdsProtoToYaml), all loaded
-// together as a directory's files are. A resource that is no RateLimitConfig, or
-// files that do not load, are an error naming the resource.
+// together as a directory's files are. A resource that is no RateLimitConfig, one with
+// a field unknown to this build (a newer control plane's, which dropping would
+// misapply), or files that do not load, are an error naming the resource.
 func Policy(version string, resources []*anypb.Any) (*config.Policy, error) {
 	files := make([]config.File, 0, len(resources))
 	for i, res := range resources {
 		var rc rlsconf.RateLimitConfig
 		if err := res.UnmarshalTo(&rc); err != nil {
 			return nil, fmt.Errorf("resource %d: %w", i, err)
+		}
+		if path := unknownField(rc.ProtoReflect(), "RateLimitConfig"); path != "" {
+			return nil, fmt.Errorf("resource %d (%s): %s has a field this rlserver does not know", i, rc.GetName(), path)
 		}
 		data, err := yaml.Marshal(file{Domain: rc.GetDomain(), Descriptors: descriptors(rc.GetDescriptors())})
 		if err != nil {
@@ -83,4 +88,30 @@ func rateLimitOf(pb *rlsconf.RateLimitPolicy) *rateLimit {
 		r.Replaces = append(r.Replaces, replace{Name: rep.GetName()})
 	}
 	return r
+}
+
+// unknownField is the path of the first message under m, m itself named path, that
+// carries fields its type does not declare; "" if none does.
+func unknownField(m protoreflect.Message, path string) string {
+	if len(m.GetUnknown()) > 0 {
+		return path
+	}
+	var found string
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Message() == nil || fd.IsMap() {
+			return true
+		}
+		name := path + "." + string(fd.Name())
+		if fd.IsList() {
+			for i := range v.List().Len() {
+				if found = unknownField(v.List().Get(i).Message(), fmt.Sprintf("%s[%d]", name, i)); found != "" {
+					return false
+				}
+			}
+			return true
+		}
+		found = unknownField(v.Message(), name)
+		return found == ""
+	})
+	return found
 }

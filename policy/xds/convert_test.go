@@ -6,6 +6,7 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -29,6 +30,9 @@ func TestPolicyRefuses(t *testing.T) {
 		{"duplicate domains", []proto.Message{&rlsconf.RateLimitConfig{Name: "a", Domain: "d"}, &rlsconf.RateLimitConfig{Name: "b", Domain: "d"}},
 			"duplicate domain 'd'"},
 		{"empty domain", []proto.Message{&rlsconf.RateLimitConfig{Name: "a"}}, "empty domain"},
+		{"unknown field", []proto.Message{withUnknown(&rlsconf.RateLimitConfig{Name: "a", Domain: "a", Descriptors: []*rlsconf.RateLimitDescriptor{
+			{Key: "k", Descriptors: []*rlsconf.RateLimitDescriptor{user(rlsconf.RateLimitUnit_SECOND)}}}})},
+			"resource 0 (a): RateLimitConfig.descriptors[0].descriptors[0].rate_limit has a field this rlserver does not know"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var res []*anypb.Any
@@ -68,4 +72,12 @@ func TestPolicyAsTheirYAML(t *testing.T) {
 	if string(text) != want {
 		t.Fatalf("policy:\n%s\nwant:\n%s", text, want)
 	}
+}
+
+// withUnknown is rc with field 99, which RateLimitPolicy does not declare, on the
+// rate limit of its first descriptor's first child.
+func withUnknown(rc *rlsconf.RateLimitConfig) *rlsconf.RateLimitConfig {
+	rl := rc.Descriptors[0].Descriptors[0].RateLimit.ProtoReflect()
+	rl.SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1))
+	return rc
 }

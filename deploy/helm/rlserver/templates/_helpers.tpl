@@ -53,6 +53,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and (ne .Values.mode "envoyGateway") (not .Values.existingLimitsConfigMap) (not .Values.limits) -}}
 {{- fail (printf "mode %s: no policies: set limits or existingLimitsConfigMap" .Values.mode) -}}
 {{- end -}}
+{{- if and .Values.tracing.enabled (not .Values.tracing.endpoint) -}}
+{{- fail "tracing.enabled needs tracing.endpoint, the OTLP collector's URL" -}}
+{{- end -}}
+{{- $rate := float64 .Values.tracing.samplingRate -}}
+{{- if or (lt $rate 0.0) (gt $rate 1.0) -}}
+{{- fail (printf "tracing.samplingRate %v: want 0 to 1" .Values.tracing.samplingRate) -}}
+{{- end -}}
 {{- if and .Values.serviceMonitor.enabled (not .Values.metrics.enabled) -}}
 {{- fail "serviceMonitor.enabled needs metrics.enabled: there is no /metrics to scrape" -}}
 {{- end -}}
@@ -156,6 +163,31 @@ lists these names and the chart's test holds the two equal. */}}
   value: {{ .Values.metrics.enabled | quote }}
 - name: PROMETHEUS_ADDR
   value: ":19001"
+{{- end -}}
+
+{{/* rlserver.tracingEnv is the environment of tracing, when enabled: envoyproxy/ratelimit's
+TRACING_* variables, which rlserver reads in every mode, and the SDK's endpoint. */}}
+{{- define "rlserver.tracingEnv" -}}
+{{- if .Values.tracing.enabled }}
+- name: TRACING_ENABLED
+  value: "true"
+- name: TRACING_EXPORTER_PROTOCOL
+  value: {{ .Values.tracing.protocol | quote }}
+- name: TRACING_SAMPLING_RATE
+  value: {{ .Values.tracing.samplingRate | quote }}
+- name: TRACING_SERVICE_NAME
+  value: {{ .Values.tracing.serviceName | quote }}
+{{- with .Values.tracing.serviceNamespace }}
+- name: TRACING_SERVICE_NAMESPACE
+  value: {{ . | quote }}
+{{- end }}
+- name: TRACING_SERVICE_INSTANCE_ID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .Values.tracing.endpoint | quote }}
+{{- end }}
 {{- end -}}
 
 {{/* rlserver.ports are the rlserver container's ports: those it listens on. */}}
