@@ -62,7 +62,7 @@ func (l *Log) flush(force bool) {
 		body = l.pending
 	}
 	l.mu.Lock()
-	written := l.written
+	written, durable := l.written, l.durable
 	l.mu.Unlock()
 	if len(body) > 0 {
 		if err := l.write(body); err != nil {
@@ -78,16 +78,19 @@ func (l *Log) flush(force bool) {
 	}
 	l.spare = b[:0]
 	policy := l.policy()
-	sync := force || policy == FsyncAlways ||
+	// Under always, a wake-up whose records an earlier flush took has nothing to
+	// sync: such syncs were a third of all (strace: 5,053 syncs to 3,498 writes at
+	// RL.TOKEN -P 16), each delaying the next sync that had records.
+	sync := force || policy == FsyncAlways && written > durable ||
 		policy == FsyncEverySec && time.Since(l.lastSync) >= retryEvery
-	durable := -1
+	synced := false
 	if sync {
 		if err := datasync(l.f); err != nil {
 			l.fail(fmt.Errorf("fsync: %w", err))
 			return
 		}
 		l.lastSync = time.Now()
-		durable = 1
+		synced = true
 	}
 	l.mu.Lock()
 	if l.writeErr != nil {
@@ -95,7 +98,7 @@ func (l *Log) flush(force bool) {
 	}
 	l.written, l.writeErr = written, nil
 	l.failed.Store(false)
-	if durable > 0 {
+	if synced {
 		l.durable = written
 		l.synced.Broadcast()
 	}
