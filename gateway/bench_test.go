@@ -142,8 +142,8 @@ func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(code int)        { w.code = code }
 
 // BenchmarkTracing is BenchmarkShouldRateLimit's call of one descriptor without a
-// tracer provider and with one as -tracing builds it at 1% sampling (the SDK's
-// ratio sampler, a batch exporter that drops the spans): what tracing costs a call.
+// tracer provider and with one at 1% sampling (the front's draw, the SDK keeping what
+// it drew, a batch exporter that drops the spans): what tracing costs a call.
 func BenchmarkTracing(b *testing.B) {
 	reqs := benchRequests(100_000, 1)
 	for _, bc := range []struct {
@@ -152,11 +152,11 @@ func BenchmarkTracing(b *testing.B) {
 	}{
 		{"off", nil},
 		{"1pct", sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()),
-			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))},
+			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			e, _ := newEngine(b, benchPolicy)
-			f := startFront(b, Config{Decider: e, TracerProvider: bc.tp})
+			f := startFront(b, Config{Decider: e, TracerProvider: bc.tp, TraceSampling: 0.01})
 			var next atomic.Int64
 			b.SetParallelism(16)
 			b.ReportAllocs()

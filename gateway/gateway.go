@@ -27,9 +27,6 @@ import (
 	"github.com/rlserver/rlserver/httpdesc"
 	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/policy/config"
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -93,10 +90,13 @@ type Config struct {
 	// ShadowMode answers OK overall whatever the descriptors (envoyproxy/ratelimit's
 	// SHADOW_MODE); statuses still say OVER_LIMIT.
 	ShadowMode bool
-	// TracerProvider, when set, traces every ShouldRateLimit, /json and /check call
-	// (health checks aside), continuing the caller's W3C trace context (gRPC metadata,
-	// HTTP headers); nil: nothing traced, nothing spent on it.
+	// TracerProvider, when set, traces ShouldRateLimit, /json and /check calls (health
+	// checks aside): those whose caller's W3C trace context (gRPC metadata, HTTP
+	// headers) is sampled, continuing it, and a TraceSampling share (0 to 1) of the
+	// others, drawn before any of OpenTelemetry's work; nil: nothing traced, nothing
+	// spent on it.
 	TracerProvider trace.TracerProvider
+	TraceSampling  float64
 }
 
 // Server is the gRPC and HTTP front. Serve its listeners with ServeGRPC and
@@ -153,8 +153,7 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
 	if tp := cfg.TracerProvider; tp != nil {
-		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp),
-			otelgrpc.WithPropagators(propagation.TraceContext{}), otelgrpc.WithFilter(filters.Not(filters.HealthCheck())))))
+		opts = append(opts, grpc.UnaryInterceptor(tracingUnary(tp, cfg.TraceSampling)))
 	}
 	s.grpc = grpc.NewServer(opts...)
 	desc := pb.RateLimitService_ServiceDesc

@@ -10,17 +10,17 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// tracedHTTP is h traced by Config.TracerProvider, a span per request named by its
-// path, /healthcheck aside; h itself without a provider.
+// tracedHTTP is h traced by Config.TracerProvider, a span per request drawn (see
+// sampledHTTP) named by its path, /healthcheck aside; h itself without a provider.
 func (s *Server) tracedHTTP(h http.Handler) http.Handler {
 	tp := s.cfg.TracerProvider
 	if tp == nil {
 		return h
 	}
-	return otelhttp.NewHandler(h, "rlserver", otelhttp.WithTracerProvider(tp),
+	return sampledHTTP(h, otelhttp.NewHandler(h, "rlserver", otelhttp.WithTracerProvider(tp),
 		otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.URL.Path }),
-		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthcheck" }))
+		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthcheck" })), s.cfg.TraceSampling)
 }
 
 // annotate adds a decision's domain, number of descriptors and overall code to ctx's

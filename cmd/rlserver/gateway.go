@@ -190,7 +190,7 @@ func startGateway(c *core.Core, eng *engine.Engine, g gatewayOptions, tp trace.T
 		eng = engine.New(c.Store(), nil)
 	}
 	cfg := gateway.Config{Decider: eng, Now: c.Now, Serving: c.IsPrimary, Logger: logger, ShadowMode: g.shadowMode, TracerProvider: tp,
-		Registerer: c.Registry()}
+		TraceSampling: g.tracing.cfg.SamplingRate, Registerer: c.Registry()}
 	if g.headers {
 		cfg.Headers = gateway.Headers{
 			Limit:     cmp.Or(g.names.Limit, gateway.DefaultHeaders.Limit),
