@@ -30,15 +30,8 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 			c.writeError(ErrorReply(err))
 			return
 		}
-		if !req.Peek {
-			if msg := s.writeRefusal(); msg != "" {
-				c.writeError(msg)
-				return
-			}
-		}
-		d, err := s.store.Do(args[1], req, now)
-		if err != nil {
-			c.writeError(ErrorReply(err))
+		d, ok := s.spend(c, args[1], req, now)
+		if !ok {
 			return
 		}
 		c.decided(d.Allowed)
@@ -57,6 +50,24 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 		c.w.WriteInt64(retry)
 		c.w.WriteInt64(reset)
 	}
+}
+
+// spend decides req on key through the store, as every limiter command does: a spend
+// refused where writes are (a replica, a failing log), a PEEK never. ok is false when
+// an error was answered instead.
+func (s *Server) spend(c *client, key []byte, req algo.Request, now int64) (d algo.Decision, ok bool) {
+	if !req.Peek {
+		if msg := s.writeRefusal(); msg != "" {
+			c.writeError(msg)
+			return d, false
+		}
+	}
+	d, err := s.store.Do(key, req, now)
+	if err != nil {
+		c.writeError(ErrorReply(err))
+		return d, false
+	}
+	return d, true
 }
 
 // replyTimes is a reply's retry_after and reset_after, d's µs in the wire's units:

@@ -12,17 +12,11 @@ func cmdSlice(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(ErrorReply(err))
 		return
 	}
-	if !req.Peek {
-		if msg := s.writeRefusal(); msg != "" {
-			c.writeError(msg)
-			return
-		}
-	}
-	d, err := s.store.Do(key, req, now)
-	if err != nil {
-		c.writeError(ErrorReply(err))
+	d, ok := s.spend(c, key, req, now)
+	if !ok {
 		return
 	}
+	c.decided(d.Granted > 0)
 	if d.Granted == 0 && !req.Peek {
 		s.noteRefused(req, key, now)
 	}
