@@ -1,10 +1,12 @@
 package xds
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,4 +83,57 @@ func TestRun(t *testing.T) {
 	m2 := xdstest.Start(t, srvCA.Server(t), clientCA, addr)
 	m2.Set(t, "4", xdstest.Edge(9, rlsconf.RateLimitUnit_SECOND))
 	poll.Until(t, 10*time.Second, "version 4 from the restarted server", func() bool { n, _ := limitOf("probe"); return n == 9 })
+}
+
+// TestRunWrongServerCA: a server whose certificate another CA signed is refused: no
+// policy comes into force, and each attempt logs the handshake's reason, while Run
+// keeps trying (the server may be fixed while rlserver runs).
+func TestRunWrongServerCA(t *testing.T) {
+	srvCA, otherCA, clientCA := testpki.NewCA(t, "xds-server"), testpki.NewCA(t, "another"), testpki.NewCA(t, "xds-clients")
+	m := xdstest.Start(t, otherCA.Server(t), clientCA, "127.0.0.1:0")
+	m.Set(t, "1", xdstest.Edge(3, rlsconf.RateLimitUnit_MINUTE))
+
+	st, err := store.New(store.Config{Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine.New(st, nil)
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cfg := Config{Server: m.Addr, NodeID: xdstest.NodeID, TLS: &tls.Config{RootCAs: srvCA.Pool, ServerName: "localhost",
+		Certificates: []tls.Certificate{clientCA.Client(t, "rlserver").TLS}}}
+	go func() { done <- Run(ctx, cfg, e, slog.New(slog.NewTextHandler(&logs, nil)), nil) }()
+	poll.Until(t, 10*time.Second, "the handshake's failure logged", func() bool {
+		return strings.Contains(logs.String(), "certificate signed by unknown authority")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	r, err := e.Decide(policy.Request{Domain: "edge", Descriptors: []policy.Descriptor{{Entries: []policy.Entry{{Key: "user", Value: "ann"}}}}}, time.Now().UnixMicro())
+	if err == nil && len(r.Statuses) > 0 && r.Statuses[0].Limit != nil {
+		t.Errorf("a policy came into force from a server of another CA: %+v", r.Statuses[0].Limit)
+	}
+	if len(m.NACKs()) != 0 {
+		t.Errorf("NACKs %q: nothing should have been delivered", m.NACKs())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's goroutine and the test's.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
