@@ -1,7 +1,6 @@
 package middleware_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,24 +20,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
-
-// syncBuffer is a log destination safe for the handlers of concurrent requests.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestFailFast kills a real rlserver process under a Limiter in each fallback mode:
 // once the breaker has opened (client.DefaultFailures failed calls), every request is
@@ -67,7 +47,7 @@ func TestFailFast(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuffer
+			var logs testenv.Buffer
 			lim, err := middleware.New(middleware.Config{
 				Client: c, User: userParam, Fallback: mode, Name: "api-" + mode.String(),
 				Logger:      slog.New(slog.NewTextHandler(&logs, nil)),

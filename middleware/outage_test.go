@@ -73,7 +73,7 @@ func TestQuietOutage(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { c.Close() })
-			var logs syncBuffer
+			var logs testenv.Buffer
 			lim, err := middleware.New(middleware.Config{
 				Client: c, User: userParam, Fallback: mode, LogInterval: time.Millisecond, // a failure line, then a back line, per outage
 				Logger:      slog.New(slog.NewTextHandler(&logs, nil)),

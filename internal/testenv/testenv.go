@@ -12,6 +12,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -142,4 +143,24 @@ func StalledAddr(tb testing.TB) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// Buffer is a bytes.Buffer safe for concurrent use: a logger's goroutines write to
+// it while the test reads.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

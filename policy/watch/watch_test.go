@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/policy"
 	"github.com/rlserver/rlserver/policy/config"
 	"github.com/rlserver/rlserver/policy/engine"
@@ -69,7 +69,7 @@ func desc(kv ...string) policy.Descriptor {
 
 // startWatch loads path into a new engine and watches it, returning once the watch is
 // set up, with the log the watch writes to.
-func startWatch(t *testing.T, path string) (*countingEngine, *syncBuffer) {
+func startWatch(t *testing.T, path string) (*countingEngine, *testenv.Buffer) {
 	t.Helper()
 	p, err := config.Load(path)
 	if err != nil {
@@ -81,7 +81,7 @@ func startWatch(t *testing.T, path string) (*countingEngine, *syncBuffer) {
 	}
 	e := &countingEngine{Engine: engine.New(st, p)}
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() { done <- watch(ctx, path, e, slog.New(slog.NewTextHandler(logs, nil)), ready) }()
 	select {
@@ -96,24 +96,6 @@ func startWatch(t *testing.T, path string) (*countingEngine, *syncBuffer) {
 		}
 	})
 	return e, logs
-}
-
-// syncBuffer is a bytes.Buffer safe for the watch goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // within waits up to d for cond, checking every millisecond, and fails if it never holds.

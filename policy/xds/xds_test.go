@@ -1,18 +1,17 @@
 package xds
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/internal/testpki"
 	"github.com/rlserver/rlserver/internal/xdstest"
 	"github.com/rlserver/rlserver/policy"
@@ -98,7 +97,7 @@ func TestRunWrongServerCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := engine.New(st, nil)
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	cfg := Config{Server: m.Addr, NodeID: xdstest.NodeID, TLS: &tls.Config{RootCAs: srvCA.Pool, ServerName: "localhost",
@@ -118,22 +117,4 @@ func TestRunWrongServerCA(t *testing.T) {
 	if len(m.NACKs()) != 0 {
 		t.Errorf("NACKs %q: nothing should have been delivered", m.NACKs())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger's goroutine and the test's.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
