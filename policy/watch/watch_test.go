@@ -137,9 +137,8 @@ func TestWatchWrittenInPlace(t *testing.T) {
 	}
 	writeFile(t, path, version(3))
 	within(t, time.Second, "fixed policy", func() bool { return limitOf(e) == 3 })
-	if e.loadsOK.Load() < 2 {
-		t.Fatalf("loads ok %d", e.loadsOK.Load())
-	}
+	// The watch puts the policy in force, then reports the load: the count may follow.
+	within(t, time.Second, "two good loads counted", func() bool { return e.loadsOK.Load() >= 2 })
 }
 
 // TestWatchRenamedOver: a file written beside and renamed over the policy.
