@@ -10,25 +10,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/spread"
 	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 )
+
+// backendClient is the app's client, failing open, on backend: "embedded", or
+// "rlserver" on a server started for the test; closed when the test ends.
+func backendClient(t *testing.T, backend string) *client.Client {
+	t.Helper()
+	var addr string
+	if backend == "rlserver" {
+		addr = testenv.StartServer(t, resp.Config{})
+	}
+	c, closeBackend, err := newClient(config{backend: backend, limiter: addr, fallback: "open", replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeBackend)
+	return c
+}
 
 // TestApp runs the app on the embedded backend and on an rlserver: /fast is never
 // limited, /limited lets 3 a second per user through and then answers the lesson's 429.
 func TestApp(t *testing.T) {
 	for _, backend := range []string{"embedded", "rlserver"} {
 		t.Run(backend, func(t *testing.T) {
-			var addr string
-			if backend == "rlserver" {
-				addr = testenv.StartServer(t, resp.Config{})
-			}
-			c, closeBackend, err := newClient(config{backend: backend, limiter: addr, fallback: "open", replicas: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeBackend()
+			c := backendClient(t, backend)
 			app, _, err := newApp(c, config{rate: 3, reportRate: 1, timeout: 5 * time.Second}, hello)
 			if err != nil {
 				t.Fatal(err)
@@ -128,15 +137,7 @@ func TestAppFallbackLocal(t *testing.T) {
 func TestAppReport(t *testing.T) {
 	for _, backend := range []string{"embedded", "rlserver"} {
 		t.Run(backend, func(t *testing.T) {
-			var addr string
-			if backend == "rlserver" {
-				addr = testenv.StartServer(t, resp.Config{})
-			}
-			c, closeBackend, err := newClient(config{backend: backend, limiter: addr, fallback: "open", replicas: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeBackend()
+			c := backendClient(t, backend)
 			entered, release := make(chan struct{}), make(chan struct{})
 			report := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Query().Has("hold") {
