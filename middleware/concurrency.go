@@ -117,6 +117,7 @@ func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if !ok {
 		return nil, false, false
 	}
+	began := l.now()
 	err := l.call(ctx, func(ctx context.Context) (err error) {
 		if reserve > 0 {
 			lease, err = l.client.AcquireReserving(ctx, key, l.conc.Limit, reserve, ttl)
@@ -138,7 +139,7 @@ func (l *Limiter) acquire(ctx context.Context, w http.ResponseWriter, r *http.Re
 	h := w.Header()
 	switch {
 	case err != nil:
-		l.fail(r, fmt.Errorf("concurrency %q: %w", l.conc.Name, err))
+		l.fail(r, began, fmt.Errorf("concurrency %q: %w", l.conc.Name, err))
 		closed := l.fallback == FallbackClosed
 		if closed {
 			refuseClosed(w)

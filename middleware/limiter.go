@@ -46,7 +46,8 @@ type limiterState struct {
 	// breaker spares the calls, and their timeouts, while the limiter is down; nil
 	// when the Client has a Fallback, whose own breaker does that.
 	breaker *client.Breaker
-	down    atomic.Bool // a failure was logged and no call has succeeded since
+	down    atomic.Bool  // a failure was logged and no call has succeeded since
+	backAt  atomic.Int64 // unix ns when the last "rate limiter back" line was logged
 
 	// Replaced by tests, which must not sleep.
 	now   func() time.Time
@@ -154,6 +155,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		}
 	}
 
+	began := l.now()
 	ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
 	defer cancel()
 	var answers []decided
@@ -185,7 +187,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		l.decidedLocally(r)
 	}
 	if failure != nil {
-		l.fail(r, failure)
+		l.fail(r, began, failure)
 		if l.fallback == FallbackClosed {
 			refuseClosed(w)
 			return
@@ -277,14 +279,20 @@ func (l *Limiter) answered(r *http.Request, degraded bool) {
 	if degraded || !l.down.Load() || !l.down.CompareAndSwap(true, false) {
 		return
 	}
+	l.backAt.Store(l.now().UnixNano())
 	l.log.LogAttrs(r.Context(), slog.LevelInfo, "rate limiter back", slog.String("limiter", l.name))
 }
 
-// fail counts a failure and logs it if the last line is LogInterval old: the first
-// failure is logged at once, the next ones within the interval are counted and
-// reported by the next line.
-func (l *Limiter) fail(r *http.Request, err error) {
+// fail counts a failure of a call begun at began and logs it if the last line is
+// LogInterval old: the first failure is logged at once, the next ones within the
+// interval are counted and reported by the next line. A call begun before the
+// limiter was last logged back is counted only: it met the outage that ended, and
+// logging it would say the limiter is down again when it answers.
+func (l *Limiter) fail(r *http.Request, began time.Time, err error) {
 	total := l.failed.Add(1)
+	if began.UnixNano() < l.backAt.Load() {
+		return
+	}
 	since, ok := l.failedLog.due(l.now().UnixNano(), total, l.logInterval)
 	if !ok {
 		return

@@ -99,6 +99,7 @@ func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.
 		start = end
 	}
 
+	began := l.now()
 	ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
 	var res client.PolicyResult
 	err := l.call(ctx, func(ctx context.Context) (err error) {
@@ -118,7 +119,7 @@ func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	case err != nil:
-		l.fail(r, fmt.Errorf("policy domain %q: %w", p.domain, err))
+		l.fail(r, began, fmt.Errorf("policy domain %q: %w", p.domain, err))
 		if l.fallback == FallbackClosed {
 			refuseClosed(w)
 			return
