@@ -166,6 +166,8 @@ type backend interface {
 	acquire(ctx context.Context, key string, r algo.LeaseRequest) (algo.LeaseDecision, error)
 	release(ctx context.Context, key, id string) (bool, error)
 	renew(ctx context.Context, key, id string, duration int64) (bool, error)
+	// slice takes what fits of r.Slice units (RL.SLICE): Decision.Granted and ValidFor.
+	slice(ctx context.Context, key string, r algo.Request) (algo.Decision, error)
 }
 
 // New returns a Client for rlserver, using its native RL.* commands through rdb: a
