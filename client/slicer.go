@@ -1,0 +1,307 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultSliceIdle is SliceOptions.Idle when 0.
+const DefaultSliceIdle = time.Second
+
+// SliceOptions configures a Slicer. The zero value is valid.
+type SliceOptions struct {
+	// Replicas is how many processes share the limits: a slice is at most
+	// 1/(2·Replicas) of what the key has left at the server, so that no replica holds
+	// much more than its share. 0 means the Client's Fallback.Replicas, or 1 without.
+	Replicas int
+	// Idle is how long a key goes unused before what the Slicer holds of it is given
+	// back; 0 means DefaultSliceIdle.
+	Idle time.Duration
+}
+
+// SliceStats counts a Slicer's work since it was made, in units of limits.
+type SliceStats struct {
+	Asked     int64 // slices asked of the server: the round trips
+	Taken     int64 // units the slices granted
+	Used      int64 // units admitted in-process from them
+	GivenBack int64 // units given back (Refund): when a key idled, and on Close
+	Expired   int64 // units that reached their slice's Until unused: quota not admitted
+}
+
+// Slicer decides calls on keys in-process, from slices of their quota taken at the
+// server (TakeSlice), so that a hot key costs a round trip per slice, not per call,
+// and the key's limit holds with every other process admitting from it: a unit is
+// spent at the server before it is admitted here, and never admitted past its
+// slice's Until.
+//
+// Per key and Limit, a Slicer holds what slices granted and admits calls from them,
+// the soonest to expire first. It asks for the next slice when half of the last one
+// is left, so that in steady state no call waits on the network; a call finding
+// nothing held waits for the slice asked. A slice is about the last 100 ms of the
+// key's own use, capped at 1/(2·Replicas) of what the server had left, so that
+// replicas share the limit and, near it, slices shrink to single units: the last
+// units of a window are taken one call at a time. Refused by the server, the key is
+// refused in-process until the time the server said. What a key holds goes back
+// (Refund) when it has been idle for SliceOptions.Idle, and on Close, when enough of
+// the slice's life is left for the refund to reach the server in time.
+//
+// When the server cannot answer, the units held are spent first; then the call is
+// decided by the Client's Fallback if it has one (Degraded), or returns
+// ErrUnavailable. Limits without slices (Log, Leaky), costs of 0 or above the limit,
+// and calls after Close are decided by the Client, as Client.AllowN does.
+type Slicer struct {
+	c        *Client
+	replicas int64
+	idle     time.Duration
+	now      func() time.Time
+
+	mu     sync.RWMutex
+	keys   map[sliceID]*sliceKey
+	closed bool
+
+	fetches sync.WaitGroup // slices asked and not answered
+	stop    chan struct{}  // closed by Close: the sweeper stops
+	swept   chan struct{}  // closed when the sweeper has stopped
+
+	asked, taken, used, given, expired atomic.Int64
+}
+
+// sliceID names what a Slicer holds: one key under one Limit.
+type sliceID struct {
+	key   string
+	limit Limit
+}
+
+// NewSlicer returns a Slicer deciding from slices taken through c, which must be
+// New's or NewEmbedded's (NewLua's answers ErrNoSlice). Close it to give back what
+// it holds.
+func (c *Client) NewSlicer(opts SliceOptions) (*Slicer, error) {
+	if _, lua := c.backend.(luaBackend); lua {
+		return nil, ErrNoSlice
+	}
+	if opts.Replicas < 0 || opts.Idle < 0 {
+		return nil, fmt.Errorf("client: SliceOptions.Replicas and Idle must be at least 0, got %d and %v", opts.Replicas, opts.Idle)
+	}
+	replicas := opts.Replicas
+	if replicas == 0 && c.fallback != nil {
+		replicas = int(c.fallback.replicas)
+	}
+	s := &Slicer{c: c, replicas: int64(max(replicas, 1)), idle: orDefault(opts.Idle, DefaultSliceIdle), now: c.now,
+		keys: map[sliceID]*sliceKey{}, stop: make(chan struct{}), swept: make(chan struct{})}
+	go s.sweeper()
+	return s, nil
+}
+
+// Allow decides one request of cost 1 on key under l.
+func (s *Slicer) Allow(ctx context.Context, key string, l Limit) (Result, error) {
+	return s.AllowN(ctx, key, l, 1)
+}
+
+// AllowN decides one request of cost n on key under l, from what the Slicer holds
+// of it when it can.
+func (s *Slicer) AllowN(ctx context.Context, key string, l Limit, n int) (Result, error) {
+	if err := l.Validate(); err != nil {
+		return Result{}, err
+	}
+	if !l.kind.Sliceable() || n <= 0 || int64(n) > l.n {
+		return s.c.AllowN(ctx, key, l, n)
+	}
+	k := s.key(key, l)
+	if k == nil {
+		return s.c.AllowN(ctx, key, l, n)
+	}
+	need := int64(n)
+	for {
+		now := s.now()
+		s.expired.Add(k.expire(now))
+		if k.take(need, now) {
+			s.used.Add(need)
+			if size := k.ahead(now, l.n, s.replicas); size > 0 {
+				s.ask(k, key, l, size)
+			}
+			res := k.result(true, now)
+			k.mu.Unlock()
+			return res, nil
+		}
+		if now.Before(k.deniedUntil) {
+			res := k.result(false, now)
+			k.mu.Unlock()
+			return res, nil
+		}
+		f := k.fetch
+		if f == nil {
+			f = s.ask(k, key, l, k.size(now, need-k.holding(), l.n, s.replicas))
+		}
+		k.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && s.c.fallback != nil {
+				return s.local(key, l, n), nil
+			}
+			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+		}
+		if f.err != nil {
+			if errors.Is(f.err, ErrUnavailable) && s.c.fallback != nil {
+				return s.local(key, l, n), nil
+			}
+			return Result{}, f.err
+		}
+		if k = s.key(key, l); k == nil { // closed meanwhile
+			return s.c.AllowN(ctx, key, l, n)
+		}
+	}
+}
+
+// key returns what s holds of key under l, locked, or nil once s is closed.
+func (s *Slicer) key(key string, l Limit) *sliceKey {
+	id := sliceID{key, l}
+	for {
+		s.mu.RLock()
+		k := s.keys[id]
+		closed := s.closed
+		s.mu.RUnlock()
+		if closed {
+			return nil
+		}
+		if k == nil {
+			s.mu.Lock()
+			if k = s.keys[id]; k == nil && !s.closed {
+				k = newSliceKey()
+				s.keys[id] = k
+			}
+			s.mu.Unlock()
+			if k == nil {
+				return nil
+			}
+		}
+		k.mu.Lock()
+		if !k.gone {
+			return k
+		}
+		k.mu.Unlock() // swept meanwhile: a new one takes its place
+	}
+}
+
+// ask sends k's request for a slice of n units, k locked; got records the answer.
+func (s *Slicer) ask(k *sliceKey, key string, l Limit, n int64) *fetch {
+	f := k.ask(n)
+	s.asked.Add(1)
+	s.fetches.Add(1)
+	go func() {
+		defer s.fetches.Done()
+		sl, err := s.c.TakeSlice(context.Background(), key, l, int(n))
+		now := s.now()
+		k.mu.Lock()
+		k.fetch, f.err = nil, err
+		var back int64
+		if err == nil {
+			s.taken.Add(int64(sl.Granted))
+			k.got(sl, now)
+			if k.gone { // closed or swept while asked: nothing will spend it
+				back = k.giveBack(now)
+			}
+		}
+		k.mu.Unlock()
+		close(f.done)
+		s.giveBack(key, l, back)
+	}()
+	return f
+}
+
+// local decides the call on key by the Client's Fallback, when no slice could be had.
+func (s *Slicer) local(key string, l Limit, n int) Result {
+	res := resultOf(s.c.fallback.decide(key, l.request(int64(n), false)))
+	res.Degraded = true
+	return res
+}
+
+// giveBack refunds n units of key under l, if any, within the Client's budget.
+func (s *Slicer) giveBack(key string, l Limit, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if _, err := s.c.Refund(context.Background(), key, l, int(n)); err != nil {
+		return err
+	}
+	s.given.Add(n)
+	return nil
+}
+
+// sweeper gives back, every half Idle, what the keys idle for Idle hold, and forgets
+// them, until Close.
+func (s *Slicer) sweeper() {
+	defer close(s.swept)
+	t := time.NewTicker(s.idle / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.sweep(s.now(), false)
+		}
+	}
+}
+
+// sweep gives back what the keys idle at now hold (all keys if closing) and forgets
+// the keys that hold nothing more, and returns the refunds' errors.
+func (s *Slicer) sweep(now time.Time, closing bool) error {
+	s.mu.RLock()
+	ids := make([]sliceID, 0, len(s.keys))
+	ks := make([]*sliceKey, 0, len(s.keys))
+	for id, k := range s.keys {
+		ids, ks = append(ids, id), append(ks, k)
+	}
+	s.mu.RUnlock()
+	var errs []error
+	for i, k := range ks {
+		k.mu.Lock()
+		s.expired.Add(k.expire(now))
+		var back int64
+		if closing || k.fetch == nil && now.Sub(k.lastUse) >= s.idle {
+			back = k.giveBack(now)
+			s.expired.Add(k.holding()) // too close to their end to go back: they will expire
+			k.held, k.gone = nil, true
+		}
+		gone := k.gone
+		k.mu.Unlock()
+		if gone {
+			s.mu.Lock()
+			if s.keys[ids[i]] == k {
+				delete(s.keys, ids[i])
+			}
+			s.mu.Unlock()
+		}
+		errs = append(errs, s.giveBack(ids[i].key, ids[i].limit, back))
+	}
+	return errors.Join(errs...)
+}
+
+// Close gives back what s holds, after the slices asked have been answered, and
+// stops its sweeper; later calls are decided by the Client. It returns the errors
+// of the refunds (the units they held are lost to the limit until their Until).
+func (s *Slicer) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.swept
+	err := s.sweep(s.now(), true) // every key gone: no more asks
+	s.fetches.Wait()              // each answered after gives back what it got
+	return err
+}
+
+// Stats returns the counts of s's work so far.
+func (s *Slicer) Stats() SliceStats {
+	return SliceStats{Asked: s.asked.Load(), Taken: s.taken.Load(), Used: s.used.Load(),
+		GivenBack: s.given.Load(), Expired: s.expired.Load()}
+}
