@@ -13,7 +13,11 @@ import (
 	"github.com/rlserver/rlserver/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+// TestMain runs the tests, or this process as a child of TestSliceOracle.
+func TestMain(m *testing.M) {
+	oracleChild()
+	os.Exit(testenv.Main(m))
+}
 
 // year is the longest window: a test's key does not see its window turn.
 const year = 365 * 24 * hour

@@ -104,18 +104,26 @@ func (s *Slicer) Allow(ctx context.Context, key string, l Limit) (Result, error)
 // AllowN decides one request of cost n on key under l, from what the Slicer holds
 // of it when it can.
 func (s *Slicer) AllowN(ctx context.Context, key string, l Limit, n int) (Result, error) {
+	res, _, err := s.decide(ctx, key, l, n)
+	return res, err
+}
+
+// decide is AllowN, with the time the decision was made at: the oracle test counts
+// admissions in the windows they were made in.
+func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (Result, time.Time, error) {
 	if err := l.Validate(); err != nil {
-		return Result{}, err
+		return Result{}, time.Time{}, err
 	}
-	if !l.kind.Sliceable() || n <= 0 || int64(n) > l.n {
-		return s.c.AllowN(ctx, key, l, n)
-	}
-	k := s.key(key, l)
-	if k == nil {
-		return s.c.AllowN(ctx, key, l, n)
+	var k *sliceKey
+	if l.kind.Sliceable() && n > 0 && int64(n) <= l.n {
+		k = s.key(key, l)
 	}
 	need := int64(n)
 	for {
+		if k == nil { // no slice for l or n, or s is closed
+			res, err := s.c.AllowN(ctx, key, l, n)
+			return res, s.now(), err
+		}
 		now := s.now()
 		s.expired.Add(k.expire(now))
 		if k.take(need, now) {
@@ -125,34 +133,34 @@ func (s *Slicer) AllowN(ctx context.Context, key string, l Limit, n int) (Result
 			}
 			res := k.result(true, now)
 			k.mu.Unlock()
-			return res, nil
+			return res, now, nil
 		}
 		if now.Before(k.deniedUntil) {
 			res := k.result(false, now)
 			k.mu.Unlock()
-			return res, nil
+			return res, now, nil
 		}
 		f := k.fetch
 		if f == nil {
 			f = s.ask(k, key, l, k.size(now, need-k.holding(), l.n, s.replicas))
 		}
 		k.mu.Unlock()
+		var err error
 		select {
 		case <-f.done:
+			err = f.err
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) && s.c.fallback != nil {
-				return s.local(key, l, n), nil
-			}
-			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+			err = ctx.Err()
 		}
-		if f.err != nil {
-			if errors.Is(f.err, ErrUnavailable) && s.c.fallback != nil {
-				return s.local(key, l, n), nil
-			}
-			return Result{}, f.err
-		}
-		if k = s.key(key, l); k == nil { // closed meanwhile
-			return s.c.AllowN(ctx, key, l, n)
+		switch {
+		case err == nil:
+			k = s.key(key, l)
+		case s.c.fallback != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable)):
+			return s.local(key, l, n), s.now(), nil
+		case errors.Is(err, ctx.Err()):
+			return Result{}, time.Time{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		default:
+			return Result{}, time.Time{}, err
 		}
 	}
 }
