@@ -8,5 +8,6 @@ import (
 // SlicerAllowAt is s.Allow with the time its decision was made at, for the oracle
 // test, which counts each admission in the window it was made in.
 func SlicerAllowAt(ctx context.Context, s *Slicer, key string, l Limit) (Result, time.Time, error) {
-	return s.decide(ctx, key, l, 1)
+	d, err := s.decide(ctx, key, l, 1)
+	return d.res, d.at, err
 }

@@ -80,11 +80,13 @@ func (k *sliceKey) expire(now time.Time) (dropped int64) {
 }
 
 // take spends n held units valid at now, the soonest to expire first, and reports
-// whether it could; it spends nothing if fewer are held.
-func (k *sliceKey) take(n int64, now time.Time) bool {
+// whether it could, and the Until of the first slice spent from; it spends nothing if
+// fewer are held.
+func (k *sliceKey) take(n int64, now time.Time) (until time.Time, ok bool) {
 	if k.holding() < n {
-		return false
+		return time.Time{}, false
 	}
+	until = k.held[0].until
 	for left := n; left > 0; {
 		u := min(left, k.held[0].units)
 		k.held[0].units -= u
@@ -94,6 +96,20 @@ func (k *sliceKey) take(n int64, now time.Time) bool {
 		}
 	}
 	k.use(n, now)
+	return until, true
+}
+
+// untake puts back n units take spent at now from slices whose first Until was until,
+// for a call that did not pass after all, and reports whether it could: not once
+// until has passed, nor on a key its Slicer forgot. Every slice usable at now was
+// counted in the window now is in (a Fixed or Slide slice ends with its window), so
+// the units may go back under the first Until.
+func (k *sliceKey) untake(n int64, until, now time.Time) bool {
+	if k.gone || !now.Before(until) {
+		return false
+	}
+	k.cur = max(0, k.cur-n)
+	k.hold(held{units: n, until: until})
 	return true
 }
 
@@ -168,7 +184,11 @@ func (k *sliceKey) got(s Slice, now time.Time) {
 		}
 		return
 	}
-	h := held{units: int64(s.Granted), until: s.Until}
+	k.hold(held{units: int64(s.Granted), until: s.Until})
+}
+
+// hold adds h to the held slices, in order of their Until.
+func (k *sliceKey) hold(h held) {
 	i := len(k.held)
 	for i > 0 && k.held[i-1].until.After(h.until) {
 		i--

@@ -23,16 +23,16 @@ func TestSliceKeyTake(t *testing.T) {
 	if k.held[0].units != 4 || k.holding() != 7 {
 		t.Fatalf("held %+v; want the 20 ms slice first, 7 units", k.held)
 	}
-	if !k.take(5, t0.Add(10*time.Millisecond)) || k.holding() != 2 || k.held[0].units != 2 {
+	if _, ok := k.take(5, t0.Add(10*time.Millisecond)); !ok || k.holding() != 2 || k.held[0].units != 2 {
 		t.Fatalf("take 5: held %+v; want 2 of the 50 ms slice", k.held)
 	}
-	if k.take(3, t0.Add(10*time.Millisecond)) || k.holding() != 2 {
+	if _, ok := k.take(3, t0.Add(10*time.Millisecond)); ok || k.holding() != 2 {
 		t.Fatalf("take 3 of 2: held %+v; want nothing spent", k.held)
 	}
 	if n := k.expire(t0.Add(50*time.Millisecond - 1)); n != 0 {
 		t.Fatalf("expired %d before Until", n)
 	}
-	if n := k.expire(t0.Add(50 * time.Millisecond)); n != 2 || k.take(1, t0.Add(50*time.Millisecond)) {
+	if n := k.expire(t0.Add(50 * time.Millisecond)); n != 2 || k.holding() != 0 {
 		t.Fatalf("at Until: expired %d, held %+v; want 2 expired, none usable", n, k.held)
 	}
 }
@@ -80,10 +80,10 @@ func TestSliceKeyAhead(t *testing.T) {
 	}
 	k.fetch = nil
 	k.got(sliceAt(10, t0, time.Second, 900), t0)
-	if !k.take(4, t0) || k.ahead(t0, 1000, 1) != 0 {
+	if _, ok := k.take(4, t0); !ok || k.ahead(t0, 1000, 1) != 0 {
 		t.Fatal("6 of 10 held: asked ahead")
 	}
-	if !k.take(1, t0) || k.ahead(t0, 1000, 1) != 5 {
+	if _, ok := k.take(1, t0); !ok || k.ahead(t0, 1000, 1) != 5 {
 		t.Fatalf("5 of 10 held: want a slice of the 5 used")
 	}
 	k.got(Slice{Limit: 100, RetryAfter: 30 * time.Millisecond, Until: t0}, t0.Add(time.Millisecond))

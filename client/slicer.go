@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlserver/rlserver/algo"
 )
 
 // DefaultSliceIdle is SliceOptions.Idle when 0.
@@ -104,15 +106,73 @@ func (s *Slicer) Allow(ctx context.Context, key string, l Limit) (Result, error)
 // AllowN decides one request of cost n on key under l, from what the Slicer holds
 // of it when it can.
 func (s *Slicer) AllowN(ctx context.Context, key string, l Limit, n int) (Result, error) {
-	res, _, err := s.decide(ctx, key, l, n)
-	return res, err
+	d, err := s.decide(ctx, key, l, n)
+	return d.res, err
 }
 
-// decide is AllowN, with the time the decision was made at: the oracle test counts
-// admissions in the windows they were made in.
-func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (Result, time.Time, error) {
+// AllowAll decides the rules as Client.AllowAll does, all or nothing, each from what
+// s holds of its key: when one refuses, the units the others took go back to what s
+// holds, never admitted. A set with a rule that takes no slice (Log, Leaky, a cost
+// above its limit) is decided by the Client's AllowAll. Units the Fallback decided
+// (the server down) cannot go back: a refusal after them leaves them spent locally.
+func (s *Slicer) AllowAll(ctx context.Context, rules ...Rule) (AllResult, error) {
+	seen := make(map[string]bool, len(rules))
+	for _, r := range rules {
+		if !r.Limit.kind.Sliceable() || int64(max(r.Cost, 1)) > r.Limit.n || seen[r.Key] || len(rules) > algo.MaxRules {
+			return s.c.AllowAll(ctx, rules...) // it decides, or says what is wrong
+		}
+		seen[r.Key] = true
+	}
+	res := AllResult{Allowed: true, Results: make([]Result, len(rules))}
+	ds := make([]decided, len(rules))
+	for i, r := range rules {
+		d, err := s.decide(ctx, r.Key, r.Limit, max(r.Cost, 1))
+		if err != nil {
+			s.untake(ds[:i])
+			return AllResult{}, fmt.Errorf("rule %d: %w", i, err)
+		}
+		ds[i], res.Results[i] = d, d.res
+		res.Allowed = res.Allowed && d.res.Allowed
+		res.Degraded = res.Degraded || d.res.Degraded
+	}
+	if !res.Allowed {
+		s.untake(ds)
+	}
+	return res, nil
+}
+
+// decided is a call's decision by a Slicer: its Result, the time it was made at, and,
+// when units were taken from a slice, the key and the first Until they came from.
+type decided struct {
+	res   Result
+	at    time.Time
+	n     int64
+	k     *sliceKey // nil when not decided from a slice
+	until time.Time
+}
+
+// untake puts back the units the allowed calls ds took from slices.
+func (s *Slicer) untake(ds []decided) {
+	now := s.now()
+	for _, d := range ds {
+		if d.k == nil || !d.res.Allowed {
+			continue
+		}
+		d.k.mu.Lock()
+		if d.k.untake(d.n, d.until, now) {
+			s.used.Add(-d.n)
+		} else {
+			s.expired.Add(d.n) // never admitted, and too late to hold
+		}
+		d.k.mu.Unlock()
+	}
+}
+
+// decide is AllowN, with the time the decision was made at (the oracle test counts
+// admissions in the windows they were made in) and where its units came from.
+func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (decided, error) {
 	if err := l.Validate(); err != nil {
-		return Result{}, time.Time{}, err
+		return decided{}, err
 	}
 	var k *sliceKey
 	if l.kind.Sliceable() && n > 0 && int64(n) <= l.n {
@@ -122,23 +182,23 @@ func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (Result
 	for {
 		if k == nil { // no slice for l or n, or s is closed
 			res, err := s.c.AllowN(ctx, key, l, n)
-			return res, s.now(), err
+			return decided{res: res, at: s.now()}, err
 		}
 		now := s.now()
 		s.expired.Add(k.expire(now))
-		if k.take(need, now) {
+		if until, ok := k.take(need, now); ok {
 			s.used.Add(need)
 			if size := k.ahead(now, l.n, s.replicas); size > 0 {
 				s.ask(k, key, l, size)
 			}
-			res := k.result(true, now)
+			d := decided{res: k.result(true, now), at: now, n: need, k: k, until: until}
 			k.mu.Unlock()
-			return res, now, nil
+			return d, nil
 		}
 		if now.Before(k.deniedUntil) {
-			res := k.result(false, now)
+			d := decided{res: k.result(false, now), at: now}
 			k.mu.Unlock()
-			return res, now, nil
+			return d, nil
 		}
 		f := k.fetch
 		if f == nil {
@@ -156,11 +216,11 @@ func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (Result
 		case err == nil:
 			k = s.key(key, l)
 		case s.c.fallback != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable)):
-			return s.local(key, l, n), s.now(), nil
+			return decided{res: s.local(key, l, n), at: s.now()}, nil
 		case errors.Is(err, ctx.Err()):
-			return Result{}, time.Time{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return decided{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		default:
-			return Result{}, time.Time{}, err
+			return decided{}, err
 		}
 	}
 }

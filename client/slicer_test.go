@@ -169,3 +169,38 @@ func TestSlicerUnreachable(t *testing.T) {
 		t.Fatalf("without a fallback, a key holding nothing: %v; want ErrUnavailable", err)
 	}
 }
+
+// TestSlicerAllowAll: several limits decided from slices, all or nothing: when one
+// refuses, the unit the other took goes back, and after Close the server has counted
+// only the requests admitted.
+func TestSlicerAllowAll(t *testing.T) {
+	c, err := client.New(rlserverProcess(t), client.Options{Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSlicer(t, c, client.SliceOptions{})
+	ctx := context.Background()
+	wide, narrow := client.Fixed(100, year), client.Fixed(3, year)
+	var allowed int
+	for range 10 {
+		res, err := s.AllowAll(ctx, client.Rule{Key: "wide", Limit: wide}, client.Rule{Key: "narrow", Limit: narrow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Allowed != (res.Results[0].Allowed && res.Results[1].Allowed) {
+			t.Fatalf("%+v: Allowed is not every rule's", res)
+		}
+		if res.Allowed {
+			allowed++
+		}
+	}
+	if _, err := s.AllowAll(ctx, client.Rule{Key: "x", Limit: wide}, client.Rule{Key: "x", Limit: narrow}); !errors.Is(err, client.ErrBadLimit) {
+		t.Fatalf("a key twice: %v; want ErrBadLimit", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Peek(ctx, "wide", wide); allowed != 3 || err != nil || res.Remaining != 100-allowed-1 {
+		t.Fatalf("allowed %d; wide at the server %+v, %v; want 3 allowed and counted", allowed, res, err)
+	}
+}
