@@ -148,7 +148,7 @@ func TestSlicerUnreachable(t *testing.T) {
 	p.Kill()
 	<-p.Exited()
 	var held, degraded int
-	for range 5000 {
+	for degraded < 100 && held < 10_000_000 { // it held about 100 ms of its calls
 		res, err := s.Allow(ctx, "k", l)
 		switch {
 		case err != nil || !res.Allowed:
