@@ -82,6 +82,36 @@ func Example_fallback() {
 	}
 }
 
+func Example_slicer() {
+	ctx := context.Background()
+	rl, err := client.Open("redis://127.0.0.1:6380/", client.Options{Fallback: &client.Fallback{Replicas: 8}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rl.Close()
+	slices, err := rl.NewSlicer(client.SliceOptions{}) // Replicas: the Fallback's 8
+	if err != nil {
+		log.Fatal(err) // client.ErrNoSlice on NewLua: Redis has no RL.SLICE
+	}
+	defer slices.Close() // gives back what it holds
+	limit := client.Fixed(10_000, time.Second)
+	res, err := slices.Allow(ctx, "tenant:acme", limit) // in-process, from a slice of the key's quota
+	if err == nil && !res.Allowed {
+		time.Sleep(res.RetryAfter) // the server said no unit fits before then
+	}
+	// The middleware decides its dimensions the same way with one option.
+	lim, err := middleware.New(middleware.Config{
+		Client:     rl,
+		Slicer:     slices,
+		User:       func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+		Dimensions: []middleware.Dimension{{Name: "tenant", By: middleware.ByUser, Limit: limit}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(http.ListenAndServe("127.0.0.1:8000", lim.Handler(http.NotFoundHandler())))
+}
+
 func Example_middleware() {
 	rl, err := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"}))
 	if err != nil {

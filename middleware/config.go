@@ -110,6 +110,13 @@ type Config struct {
 	// (-limits), as a gateway's /check does, instead of Dimensions and Concurrency: see
 	// Policy. Client must then be on rlserver (client.New), and Fallback open or closed.
 	Policy *Policy
+	// Slicer, if not nil, decides the Dimensions in-process from slices of their
+	// quota (client.Slicer, made with Client.NewSlicer on this Config's Client),
+	// instead of a call to the limiter per request: a hot key costs a round trip per
+	// slice, and never admits past its limit across replicas. The dimensions are still
+	// decided all or nothing. Its owner closes it, giving back what it holds. Not with
+	// Policy, whose limits the server decides.
+	Slicer *client.Slicer
 	// TrustedProxies are the CIDRs (or single addresses) of the proxies whose
 	// X-Forwarded-For and X-Real-IP are believed (Limiter.ClientIP); nil means none,
 	// and the peer's address is the client's.
@@ -202,6 +209,10 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Timeout < 0 || cfg.LogInterval < 0 {
 		return nil, errors.New("middleware: Config.Timeout and Config.LogInterval must not be negative")
 	}
+	if cfg.Slicer != nil && cfg.Policy != nil {
+		return nil, errors.New("middleware: Config.Slicer decides Dimensions, and Config.Policy's limits are the server's: set one")
+	}
+	l.slicer = cfg.Slicer
 	if cfg.Policy != nil {
 		var err error
 		if l.policy, err = newPolicyRules(cfg); err != nil {

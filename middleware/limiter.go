@@ -28,9 +28,10 @@ type Limiter struct {
 // configuration, the breaker, the counts and the log's pace.
 type limiterState struct {
 	client      *client.Client
-	every       []dimension  // Config.Dimensions, Optional ones included
-	everyConc   *concurrency // Config.Concurrency
-	policy      *policyRules // nil without Config.Policy
+	every       []dimension    // Config.Dimensions, Optional ones included
+	everyConc   *concurrency   // Config.Concurrency
+	policy      *policyRules   // nil without Config.Policy
+	slicer      *client.Slicer // nil without Config.Slicer
 	user        func(*http.Request) string
 	route       func(*http.Request) string
 	trusted     []netip.Prefix
@@ -164,7 +165,11 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	if len(rules) > 0 {
 		var all client.AllResult
 		err := l.call(ctx, func(ctx context.Context) (err error) {
-			all, err = l.client.AllowAll(ctx, rules...)
+			if l.slicer != nil {
+				all, err = l.slicer.AllowAll(ctx, rules...)
+			} else {
+				all, err = l.client.AllowAll(ctx, rules...)
+			}
 			return err
 		})
 		switch {
