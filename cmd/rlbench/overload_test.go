@@ -62,12 +62,12 @@ func TestFleetPeak(t *testing.T) {
 }
 
 func TestNewFleetSpec(t *testing.T) {
-	for _, c := range []struct{ workers, limit, reserve int }{{8, 30, 6}, {2, 8, 2}, {10, 38, 8}} {
+	for _, c := range []struct{ workers, limit, reserve int }{{8, 34, 7}, {2, 12, 3}, {10, 42, 9}} {
 		f := newFleetSpec("a", "k", c.workers)
 		if f.limit != c.limit || f.reserve != c.reserve {
 			t.Errorf("newFleetSpec(%d workers) = limit %d reserve %d, want %d and %d", c.workers, f.limit, f.reserve, c.limit, c.reserve)
 		}
-		if f.limit-f.reserve != fleetReplicas*c.workers || f.reserve*100 < fleetReservePercent*f.limit {
+		if f.limit-f.reserve != fleetReplicas*(c.workers+fleetTransit) || f.reserve*100 < fleetReservePercent*f.limit {
 			t.Errorf("%d workers: sheddable share %d of %d, want the fleet's workers and at least %d%% reserved", c.workers, f.limit-f.reserve, f.limit, fleetReservePercent)
 		}
 	}
@@ -115,8 +115,8 @@ func TestOverloadFleet(t *testing.T) {
 	}
 	checkPNG(t, dir, "overload.png")
 	c := res[0]
-	if c.Limit != 8 || c.FleetReserve != 2 {
-		t.Fatalf("limit %d reserve %d, want 8 and 2 (3 replicas of 2 workers)", c.Limit, c.FleetReserve)
+	if c.Limit != 12 || c.FleetReserve != 3 {
+		t.Fatalf("limit %d reserve %d, want 12 and 3 (3 replicas of 2 workers and 1 in transit)", c.Limit, c.FleetReserve)
 	}
 	if c.FleetMax > c.Limit || c.FleetHeld > c.Limit || c.SheddableHeld > c.Limit-c.FleetReserve {
 		t.Errorf("over the limit: %+v", c)
