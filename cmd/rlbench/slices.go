@@ -106,8 +106,8 @@ func runSlicesBench(ctx context.Context, args []string, w io.Writer) error {
 	rdb := redis.NewClient(&redis.Options{Addr: server.Addr})
 	defer rdb.Close()
 
-	base := slicesSpec{Addr: server.Addr, Goroutines: *goroutines, Replicas: *children, Flush: *flush}
-	prefix := fmt.Sprintf("slices:%d:", time.Now().UnixNano())
+	base := slicesSpec{Addr: server.Addr, Goroutines: *goroutines, Replicas: *children, Flush: *flush,
+		Key: fmt.Sprintf("slices:%d:", time.Now().UnixNano())}
 	fmt.Fprintf(w, "== slices ==\none hot key, %d client processes × %d goroutines, rlserver on loopback (CPU %d, clients CPU %d; -1: not pinned)\n",
 		*children, *goroutines, *serverCPU, *loadCPU)
 	fmt.Fprintf(w, "\nA limit no load reaches (Fixed, %d per %v), every goroutine calling as fast as it can for %v per mode:\n",
@@ -115,7 +115,7 @@ func runSlicesBench(ctx context.Context, args []string, w io.Writer) error {
 	var fast []slicesRun
 	for _, mode := range []string{modeBatched, modeSlicer, modeFlush} {
 		s := base
-		s.Mode, s.Key, s.Limit, s.Window = mode, prefix+"fast:"+mode, flushHuge, *window
+		s.Mode, s.Key, s.Limit, s.Window = mode, base.Key+"fast:"+mode, flushHuge, *window
 		s.Start = time.Now().Add(slicesLead)
 		s.End = s.Start.Add(*load)
 		r, err := runSlicesMode(ctx, self, rdb, s, *children)
@@ -128,25 +128,36 @@ func runSlicesBench(ctx context.Context, args []string, w io.Writer) error {
 
 	fmt.Fprintf(w, "\nA limit of %d per %v (Fixed), %d calls/s offered, paced, %d whole windows per mode:\n",
 		*limit, *window, *rate, *windows)
-	var near []slicesRun
-	var counted []windowed
-	for _, mode := range []string{modeSlicer, modeFlush} {
-		s := base
-		s.Mode, s.Key, s.Limit, s.Window = mode, prefix+"near:"+mode, *limit, *window
-		s.Rate = float64(*rate) / float64(*children**goroutines)
-		edge := (time.Now().Add(slicesLead).UnixNano()/int64(*window) + 1) * int64(*window)
-		s.Start = time.Unix(0, edge)
-		s.End = s.Start.Add(time.Duration(*windows) * *window)
-		r, err := runSlicesMode(ctx, self, rdb, s, *children)
-		if err != nil {
-			return err
-		}
-		near = append(near, r)
-		counted = append(counted, countWindows(r, int64(*limit), *window))
+	base.Rate = float64(*rate) / float64(*children**goroutines)
+	near, counted, err := slicesNearLimit(ctx, self, rdb, base, *children, *limit, *window, *windows)
+	if err != nil {
+		return err
 	}
 	writeSlicesNear(w, near, counted, *limit)
 	fmt.Fprintln(w, slicesHeadline(fast[0], fast[1], counted[0], counted[1]))
 	return nil
+}
+
+// slicesNearLimit runs the Slicer and count-then-flush in turn under limit per window
+// for windows whole windows, and counts what each admitted in each.
+func slicesNearLimit(ctx context.Context, self string, rdb *redis.Client, base slicesSpec, children, limit int,
+	window time.Duration, windows int) ([]slicesRun, []windowed, error) {
+	var runs []slicesRun
+	var counted []windowed
+	for _, mode := range []string{modeSlicer, modeFlush} {
+		s := base
+		s.Mode, s.Key, s.Limit, s.Window = mode, base.Key+"near:"+mode, limit, window
+		edge := (time.Now().Add(slicesLead).UnixNano()/int64(window) + 1) * int64(window)
+		s.Start = time.Unix(0, edge)
+		s.End = s.Start.Add(time.Duration(windows) * window)
+		r, err := runSlicesMode(ctx, self, rdb, s, children)
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append(runs, r)
+		counted = append(counted, countWindows(r, int64(limit), window))
+	}
+	return runs, counted, nil
 }
 
 // runSlicesMode runs n client processes of spec and sums what they measured.
@@ -256,14 +267,17 @@ func writeSlicesNear(w io.Writer, runs []slicesRun, counted []windowed, limit in
 	writeSlicesNotes(w, runs, runs[0].out.Stats)
 }
 
-// writeSlicesNotes prints what the Slicer's processes did with their slices, and
-// each mode's first error if any.
+// writeSlicesNotes prints what the Slicer's processes did with their slices, and for
+// each mode its first error and whether a process was ready late, if so.
 func writeSlicesNotes(w io.Writer, runs []slicesRun, s client.SliceStats) {
 	fmt.Fprintf(w, "slicer: %d slices asked, %d units taken, %d used, %d given back, %d expired held\n",
 		s.Asked, s.Taken, s.Used, s.GivenBack, s.Expired)
 	for _, r := range runs {
 		if r.out.FirstError != "" {
 			fmt.Fprintf(w, "%s: first error: %s\n", r.mode, r.out.FirstError)
+		}
+		if r.out.Late > 0 {
+			fmt.Fprintf(w, "%s: a process was ready %v after the start: its figures cover less of the run\n", r.mode, r.out.Late)
 		}
 	}
 }

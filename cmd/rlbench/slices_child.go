@@ -49,6 +49,7 @@ type slicesOut struct {
 	Windows                     map[int64]int64 // admissions per window, by Start-aligned index (UnixNano / Window)
 	Stats                       client.SliceStats
 	FirstError                  string
+	Late                        time.Duration // the most a process was ready after Start: it measured less of the run
 }
 
 // decideFunc decides one call at t0 (the time before it) and says whether it was
@@ -73,9 +74,11 @@ func runSlicesChild(spec string) error {
 	if err != nil {
 		return err
 	}
-	time.Sleep(time.Until(s.Start))
+	late := -time.Until(s.Start)
+	time.Sleep(-late)
 	tripsBefore := trips.n.Load()
 	out := slicesLoad(ctx, s, decide)
+	out.Late = max(late, 0)
 	out.Trips = trips.n.Load() - tripsBefore // before stop: a Slicer's last give-back is not a decision's
 	if out.Stats, err = stop(); err != nil {
 		return err
@@ -198,6 +201,7 @@ func (s *slicesOut) add(o slicesOut) {
 	if s.FirstError == "" {
 		s.FirstError = o.FirstError
 	}
+	s.Late = max(s.Late, o.Late)
 }
 
 // tripCounter is a go-redis hook counting what goes to the server as one round trip:
