@@ -25,7 +25,8 @@ type SliceOptions struct {
 	Idle time.Duration
 }
 
-// SliceStats counts a Slicer's work since it was made, in units of limits.
+// SliceStats counts a Slicer's work since it was made: slices, and units (a cost-1
+// request is one).
 type SliceStats struct {
 	Asked     int64 // slices asked of the server: the round trips
 	Taken     int64 // units the slices granted
@@ -50,6 +51,10 @@ type SliceStats struct {
 // refused in-process until the time the server said. What a key holds goes back
 // (Refund) when it has been idle for SliceOptions.Idle, and on Close, when enough of
 // the slice's life is left for the refund to reach the server in time.
+//
+// A Result decided in-process has the Limit the server last said, Remaining the
+// units held plus what the server had left at its last slice, and ResetAfter counted
+// from its last reply.
 //
 // When the server cannot answer, the units held are spent first; then the call is
 // decided by the Client's Fallback if it has one (Degraded), or returns
@@ -118,7 +123,7 @@ func (s *Slicer) AllowN(ctx context.Context, key string, l Limit, n int) (Result
 func (s *Slicer) AllowAll(ctx context.Context, rules ...Rule) (AllResult, error) {
 	seen := make(map[string]bool, len(rules))
 	for _, r := range rules {
-		if !r.Limit.kind.Sliceable() || int64(max(r.Cost, 1)) > r.Limit.n || seen[r.Key] || len(rules) > algo.MaxRules {
+		if !r.Limit.kind.Sliceable() || r.Cost < 0 || int64(max(r.Cost, 1)) > r.Limit.n || seen[r.Key] || len(rules) > algo.MaxRules {
 			return s.c.AllowAll(ctx, rules...) // it decides, or says what is wrong
 		}
 		seen[r.Key] = true
