@@ -30,7 +30,7 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 			c.writeError(ErrorReply(err))
 			return
 		}
-		d, ok := s.spend(c, args[1], req, now)
+		d, ok := s.decideLimit(c, args[1], req, now)
 		if !ok {
 			return
 		}

@@ -122,6 +122,10 @@ type Config struct {
 	// a command.
 	TracerProvider trace.TracerProvider
 	TraceSampling  float64
+
+	// Upstream, if set, decides the limiter calls it takes (a region's, from quota
+	// taken of its home: package region); the others are the store's. Nil: all are.
+	Upstream Upstream
 }
 
 // Errors returned by Server methods.

@@ -279,6 +279,10 @@ var params = []param{
 	{name: "masteruser", get: func(s *Server, _ *tunables) string { return s.cfg.MasterUser }},
 	{name: "aclfile", get: func(s *Server, _ *tunables) string { return s.cfg.ACLFile }, fixed: true},
 	{name: "snapshot", get: func(s *Server, _ *tunables) string { return s.cfg.SnapshotPath }},
+	{name: "quota-upstream", get: upstreamParam("quota-upstream"), fixed: true}, // its password redacted
+	{name: "quota-upstream-prefix", get: upstreamParam("quota-upstream-prefix"), fixed: true},
+	{name: "quota-upstream-fallback", get: upstreamParam("quota-upstream-fallback"), fixed: true},
+	{name: "quota-upstream-regions", get: upstreamParam("quota-upstream-regions"), fixed: true},
 }
 
 func constant(v string) func(*Server, *tunables) string {

@@ -31,6 +31,7 @@ import (
 	"github.com/rlserver/rlserver/policy/config"
 	"github.com/rlserver/rlserver/policy/engine"
 	"github.com/rlserver/rlserver/policy/watch"
+	"github.com/rlserver/rlserver/region"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/store"
 )
@@ -84,6 +85,7 @@ type options struct {
 	cfg               resp.Config
 	gw                gatewayOptions // gateway.go
 	persist           persistOptions // persist.go
+	region            region.Options // region.go
 }
 
 // getenv reads the environment for ratelimitEnv; tests replace it.
@@ -142,6 +144,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&countFlag{&o.cfg.ACLLogMaxLen, resp.DefaultACLLogMaxLen}, "acllog-max-len", "`entries` ACL LOG keeps")
 	gatewayFlags(fs, &o.gw)
 	persistFlags(fs, &o.cfg, &o.persist)
+	regionFlags(fs, &o.region)
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.version, "v", false, "print the version and exit")
 	fs.Usage = func() {
@@ -347,6 +350,14 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 			err = errors.Join(err, tp.Shutdown(sctx)) // the spans still batched
 		}()
 		opts.cfg.TracerProvider, opts.cfg.TraceSampling = tp, opts.gw.tracing.cfg.SamplingRate
+	}
+	up, err := openRegion(ctx, opts.region, logger)
+	if err != nil {
+		return err
+	}
+	if up != nil {
+		defer func() { err = errors.Join(err, up.Close()) }() // after every front has returned
+		opts.cfg.Upstream = up
 	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {

@@ -1,0 +1,253 @@
+// Package region makes an rlserver a region of another, its home
+// (-quota-upstream): the RL.FIXED, RL.SLIDE, RL.TOKEN and RL.GCRA calls of the
+// region's own clients on the keys it takes are decided in-process from slices of
+// the home's quota (client.Slicer), so that only refills cross the link between
+// them, and the home's limit holds over every region and the home's own clients: a
+// unit is spent at the home before a region admits it.
+//
+// When the home does not answer, a region spends what it holds, then decides by its
+// Fallback: Fallbackshare (each region at 1/Regions of every limit), open or closed. What a
+// share or open region admitted meanwhile is counted at the home after the heal, as
+// far as the home still has room for it in the same window (reconcile.go).
+//
+// resp dispatches to a Region through resp.Upstream; this package is the only one
+// of the server that imports the client.
+package region
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/store"
+)
+
+// The fallbacks: what a region decides, once it has spent what it holds, while its
+// home does not answer.
+const (
+	FallbackShare  = "share"  // each region at 1/Regions of every limit (client.Fallback)
+	FallbackOpen   = "open"   // every call allowed
+	FallbackClosed = "closed" // every call denied
+)
+
+// Timeout is the budget of a call to the home. A region's link takes tens of ms a
+// round trip, more than the client's default budget (50 ms): a second tells a slow
+// link from a dead one.
+const Timeout = time.Second
+
+// maxProbe is the longest pause between two probes of a home that does not answer
+// (the client's breaker doubles it from 100 ms): a heal is noticed within a second.
+const maxProbe = time.Second
+
+// closedRetry is a closed region's retry_after while the home does not answer: the
+// longest it waits before probing the home again.
+const closedRetry = maxProbe
+
+// Errors of Open.
+var (
+	// ErrNotRLServer is returned when the upstream answers but does not take slices:
+	// Redis, or another server without RL.SLICE.
+	ErrNotRLServer = errors.New("region: the upstream is not an rlserver: it has no RL.SLICE")
+	// ErrOptions is returned for Options out of range.
+	ErrOptions = errors.New("region: bad options")
+)
+
+// Options configure a Region: the -quota-upstream flags.
+type Options struct {
+	// URL is the home's, as client.Open takes it, one server: redis://host:port, or
+	// rediss://user:pass@host:port for TLS (the system's CAs, or SSL_CERT_FILE's) and
+	// an ACL user, which needs RL.SLICE and the limiters (+@ratelimit).
+	URL string
+	// Prefix takes the keys beginning with it; empty takes every key.
+	Prefix string
+	// Fallback is FallbackShare, FallbackOpen or FallbackClosed; empty means FallbackShare.
+	Fallback string
+	// Regions is how many regions share the home's limits: the share's divisor, and a
+	// slice is at most 1/(2·Regions) of what a key has left at the home. 0 means 1.
+	Regions int
+	// Logger logs the reconciliations after a heal; nil discards them.
+	Logger *slog.Logger
+}
+
+// Region decides a region's limiter calls from its home's quota. Build it with
+// Open; it is safe for concurrent use.
+type Region struct {
+	opts   Options
+	c      *client.Client
+	slicer *client.Slicer
+	debts  debts // reconcile.go
+}
+
+// Open checks that the home at o.URL is an rlserver that lets this region take
+// slices, spending nothing (RL.SLICE ... PEEK), and returns the Region deciding
+// from it. A home that does not answer, refuses the login or is not an rlserver is
+// an error here: a region starts only with its home in reach.
+func Open(ctx context.Context, o Options) (*Region, error) {
+	o.Fallback = strings.ToLower(cmp.Or(o.Fallback, FallbackShare))
+	o.Regions = max(o.Regions, 1)
+	switch {
+	case o.Fallback != FallbackShare && o.Fallback != FallbackOpen && o.Fallback != FallbackClosed:
+		return nil, fmt.Errorf("%w: the fallback is share, open or closed, got %q", ErrOptions, o.Fallback)
+	case o.Regions > 1e6:
+		return nil, fmt.Errorf("%w: regions must be 1 to 1000000, got %d", ErrOptions, o.Regions)
+	}
+	if err := probe(ctx, o.URL); err != nil {
+		return nil, err
+	}
+	c, err := client.Open(o.URL, client.Options{Timeout: Timeout,
+		Fallback: &client.Fallback{Replicas: o.Regions, MaxBackoff: maxProbe}})
+	if err != nil {
+		return nil, fmt.Errorf("region: %w", err)
+	}
+	s, err := c.NewSlicer(client.SliceOptions{})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("region: %w", err)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Region{opts: o, c: c, slicer: s, debts: newDebts()}, nil
+}
+
+// probe asks the home at rawURL for a slice it does not take (PEEK), and says what
+// is wrong when no slice's reply comes back.
+func probe(ctx context.Context, rawURL string) error {
+	o, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return fmt.Errorf("%w: -quota-upstream: %v", ErrOptions, err)
+	}
+	o.MaxRetries, o.DialerRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout = -1, 1, Timeout, Timeout, Timeout
+	rdb := redis.NewClient(o)
+	defer rdb.Close()
+	where := redacted(rawURL)
+	v, err := rdb.Do(ctx, "RL.SLICE", "FIXED", "rlserver:region:probe", 1, 1000, 1, "PEEK").Int64Slice()
+	var rerr redis.Error
+	switch {
+	case errors.As(err, &rerr) && strings.Contains(rerr.Error(), "unknown command"):
+		return fmt.Errorf("%w: %s answered %q", ErrNotRLServer, where, rerr.Error())
+	case errors.As(err, &rerr):
+		return fmt.Errorf("region: %s refused RL.SLICE (its user and password, and the user's commands): %w", where, err)
+	case err != nil:
+		return fmt.Errorf("region: %s did not answer RL.SLICE: %w", where, err)
+	case len(v) != 6:
+		return fmt.Errorf("%w: %s answered RL.SLICE with %d integers, want 6", ErrNotRLServer, where, len(v))
+	}
+	return nil
+}
+
+// redacted is rawURL with its password replaced, for logs and CONFIG GET.
+func redacted(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Redacted()
+	}
+	return "(a URL that does not parse)"
+}
+
+// Close gives back what the region holds and closes its link to the home.
+func (r *Region) Close() error {
+	return errors.Join(r.slicer.Close(), r.c.Close())
+}
+
+// Param answers CONFIG GET's quota-upstream parameters (resp.Upstream).
+func (r *Region) Param(name string) string {
+	switch name {
+	case "quota-upstream":
+		return redacted(r.opts.URL)
+	case "quota-upstream-prefix":
+		return r.opts.Prefix
+	case "quota-upstream-fallback":
+		return r.opts.Fallback
+	case "quota-upstream-regions":
+		return strconv.Itoa(r.opts.Regions)
+	}
+	return ""
+}
+
+// Decide decides req on key from the home's quota (resp.Upstream) when the region
+// takes it: a key under Prefix, called with RL.FIXED, RL.SLIDE, RL.TOKEN or RL.GCRA.
+// A spend is the Slicer's, decided in-process; PEEK (of cost 1) and REFUND go to the
+// home, a round trip each. Other calls are left to the store.
+func (r *Region) Decide(key []byte, req algo.Request) (algo.Decision, bool, error) {
+	l, ok := limitOf(req)
+	if !ok || !strings.HasPrefix(string(key), r.opts.Prefix) {
+		return algo.Decision{}, false, nil
+	}
+	ctx := context.Background() // the client's budget, Timeout, bounds each call
+	var res client.Result
+	var err error
+	switch {
+	case req.Peek && req.Cost != 1:
+		return algo.Decision{}, true, errors.New("a region answers PEEK at cost 1 only: its home decides it")
+	case req.Peek:
+		res, err = r.c.Peek(ctx, string(key), l)
+	case req.Refund > 0:
+		res, err = r.c.Refund(ctx, string(key), l, int(req.Refund))
+	default:
+		res, err = r.slicer.AllowN(ctx, string(key), l, int(req.Cost))
+	}
+	switch {
+	case errors.Is(err, client.ErrWrongType):
+		return algo.Decision{}, true, store.ErrWrongType
+	case err != nil:
+		return algo.Decision{}, true, fmt.Errorf("quota upstream: %w", err)
+	case res.Degraded:
+		res = r.fallback(res)
+		if res.Allowed && !req.Peek {
+			r.debts.add(string(key), l, req, time.Now())
+		}
+	case r.debts.pending() && !r.debts.settling.Load():
+		go r.settle()
+	}
+	return decisionOf(res), true, nil
+}
+
+// fallback is the decision of the region's Fallback while the home does not answer:
+// share's, res as the client's Fallback made it, or open's or closed's.
+func (r *Region) fallback(res client.Result) client.Result {
+	switch r.opts.Fallback {
+	case FallbackOpen:
+		res.Allowed, res.RetryAfter = true, 0
+	case FallbackClosed:
+		res.Allowed, res.Remaining, res.RetryAfter = false, 0, closedRetry
+	}
+	return res
+}
+
+// limitOf is the client's Limit of a limiter call the region takes, or false.
+func limitOf(req algo.Request) (client.Limit, bool) {
+	per := time.Duration(req.Window) * time.Microsecond
+	var l client.Limit
+	switch req.Kind {
+	case algo.KindFixed:
+		l = client.Fixed(int(req.Limit), per)
+	case algo.KindSlide:
+		l = client.Slide(int(req.Limit), per)
+	case algo.KindToken:
+		l = client.TokenRate(int(cmp.Or(req.Rate, req.Limit)), per, int(req.Limit))
+	case algo.KindGCRA:
+		l = client.GCRA(int(req.Limit), per, int(cmp.Or(req.Burst, req.Limit)))
+	default:
+		return client.Limit{}, false
+	}
+	return l.WithReserve(int(req.Reserve)), true
+}
+
+// decisionOf is the reply of a Result: the five integers.
+func decisionOf(res client.Result) algo.Decision {
+	retry := res.RetryAfter.Microseconds()
+	if res.RetryAfter == client.Never {
+		retry = -1
+	}
+	return algo.Decision{Allowed: res.Allowed, Limit: int64(res.Limit), Remaining: int64(res.Remaining),
+		RetryAfter: retry, ResetAfter: res.ResetAfter.Microseconds()}
+}

@@ -1,0 +1,135 @@
+// The regions tests: a home rlserver and a region rlserver (-quota-upstream)
+// processes on loopback, a TCP proxy between them adding a link's round trip and
+// cutting it at will (a partition), and go-redis clients on both sides counting what
+// each window of a key admitted against its limit.
+//
+//	go test -race -count=1 -v ./test/regions/
+package regions_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// linkRTT is the round trip the proxy adds between a region and its home.
+const linkRTT = 50 * time.Millisecond
+
+// startServer starts the rlserver binary with args on a free loopback port, stopped
+// when t ends.
+func startServer(t testing.TB, args ...string) *launch.Proc {
+	t.Helper()
+	p, err := launch.RLServer(testenv.RLServerBin(t), t.TempDir(), append([]string{"-loglevel", "INFO"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// startRegion starts a home, a proxy to it, and a region of it through the proxy
+// with the fallback mode for 2 regions.
+func startRegion(t testing.TB, mode string) (home *launch.Proc, px *proxy, region *launch.Proc) {
+	t.Helper()
+	home = startServer(t)
+	px = startProxy(t, home.Addr, linkRTT)
+	region = startServer(t, "-quota-upstream", "redis://"+px.addr(), "-quota-upstream-regions", "2",
+		"-quota-upstream-fallback", mode)
+	return home, px, region
+}
+
+// newClient connects to addr without retries: a retried RL.* call would count twice.
+func newClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 16,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// call is one limiter call's outcome: when its reply came, whether it was allowed,
+// and how long it took.
+type call struct {
+	at      time.Time
+	allowed bool
+	took    time.Duration
+}
+
+// do makes one limiter call and records it.
+func do(t testing.TB, rdb *redis.Client, args []any) call {
+	start := time.Now()
+	v, err := rdb.Do(context.Background(), args...).Int64Slice()
+	end := time.Now()
+	if err != nil || len(v) != 5 {
+		t.Errorf("%v: %v %v", args, v, err)
+		return call{at: end}
+	}
+	return call{at: end, allowed: v[0] == 1, took: end.Sub(start)}
+}
+
+// load makes calls of args on rdb from n goroutines, each pace apart, until stop
+// is closed, and returns them all.
+func load(t testing.TB, rdb *redis.Client, args []any, n int, pace time.Duration, stop <-chan struct{}) func() []call {
+	var mu sync.Mutex
+	var calls []call
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			tick := time.NewTicker(pace)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				c := do(t, rdb, args)
+				mu.Lock()
+				calls = append(calls, c)
+				mu.Unlock()
+			}
+		})
+	}
+	return func() []call {
+		wg.Wait()
+		return calls
+	}
+}
+
+// window counts of one side's calls: allowed and denied per window index (the
+// reply's time / the window).
+type window struct{ allowed, denied int }
+
+func perWindow(calls []call, w time.Duration) map[int64]window {
+	m := map[int64]window{}
+	for _, c := range calls {
+		i := c.at.UnixMicro() / w.Microseconds()
+		x := m[i]
+		if c.allowed {
+			x.allowed++
+		} else {
+			x.denied++
+		}
+		m[i] = x
+	}
+	return m
+}
+
+// pct is the p-th percentile of the calls' times.
+func pct(calls []call, p int) time.Duration {
+	d := make([]time.Duration, len(calls))
+	for i, c := range calls {
+		d[i] = c.took
+	}
+	slices.Sort(d)
+	return d[len(d)*p/100]
+}

@@ -1,0 +1,210 @@
+package regions_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/testenv"
+	"github.com/rlserver/rlserver/region"
+)
+
+// TestRegionLatency: a region's clients are decided at loopback speed, with the home
+// 50 ms away; the same calls made at the home through the link take its round trip.
+func TestRegionLatency(t *testing.T) {
+	_, px, reg := startRegion(t, region.FallbackShare)
+	args := []any{"RL.TOKEN", "lat", 1_000_000, 1000} // never refuses: the steady state
+	rc, hc := newClient(t, reg.Addr), newClient(t, px.addr())
+	// A key's first slices are small and grow with its use, each a round trip some
+	// call waits for: the steady state is measured after them.
+	var warm, local, remote []call
+	for range 2000 {
+		warm = append(warm, do(t, rc, args))
+	}
+	for range 2000 {
+		local = append(local, do(t, rc, args))
+	}
+	for range 20 {
+		remote = append(remote, do(t, hc, args))
+	}
+	lp, rp := pct(local, 99), pct(remote, 50)
+	t.Logf("p99 of 2000 calls on the region: %v (of the 2000 before them, from the key's first call: %v); the median call at the home through the link: %v",
+		lp, pct(warm, 99), rp)
+	if lp >= time.Millisecond {
+		t.Errorf("region p99 %v, want < 1 ms", lp)
+	}
+	if rp <= linkRTT {
+		t.Errorf("the median call at the home through the link took %v, want > %v: the proxy adds no round trip", rp, linkRTT)
+	}
+}
+
+// The windows of the limit and partition tests: a Fixed key of fixedLimit per second,
+// two regions (-quota-upstream-regions 2), so that the share is fixedLimit/2.
+const (
+	fixedLimit = 100
+	share      = fixedLimit / 2
+	pace       = 2 * time.Millisecond // between one goroutine's calls: demand far above the limit
+)
+
+// TestRegionGlobalLimit: the region's clients and the home's own, both far above the
+// limit, together never admit more than the limit in a window.
+func TestRegionGlobalLimit(t *testing.T) {
+	home, _, reg := startRegion(t, region.FallbackShare)
+	args := []any{"RL.FIXED", "global", fixedLimit, 1000}
+	stop := make(chan struct{})
+	rcalls := load(t, newClient(t, reg.Addr), args, 4, pace, stop)
+	hcalls := load(t, newClient(t, home.Addr), args, 2, pace, stop)
+	time.Sleep(3 * time.Second) // the load's length: three windows
+	close(stop)
+	rw, hw := perWindow(rcalls(), time.Second), perWindow(hcalls(), time.Second)
+	var rsum, hsum int
+	for i := range union(rw, hw) {
+		if n := rw[i].allowed + hw[i].allowed; n > fixedLimit {
+			t.Errorf("window %d: %d admitted (region %d, home %d), limit %d", i, n, rw[i].allowed, hw[i].allowed, fixedLimit)
+		}
+		rsum, hsum = rsum+rw[i].allowed, hsum+hw[i].allowed
+	}
+	t.Logf("admitted: region %d, home %d over %d windows", rsum, hsum, len(union(rw, hw)))
+	if rsum == 0 || hsum == 0 {
+		t.Errorf("admitted: region %d, home %d: want both sides admitting", rsum, hsum)
+	}
+}
+
+// TestRegionPartition: a 4 s partition under load, for each fallback. Every window
+// keeps the fallback's bound (share: limit + limit/2; closed: limit; open: the home's
+// side within the limit), a window wholly inside the partition is decided as
+// configured (share: exactly the share; open: nothing denied; closed: nothing
+// admitted), and two seconds after the heal the limit holds again with the region
+// admitting from the home.
+func TestRegionPartition(t *testing.T) {
+	for _, mode := range []string{region.FallbackShare, region.FallbackOpen, region.FallbackClosed} {
+		t.Run(mode, func(t *testing.T) { testPartition(t, mode) })
+	}
+}
+
+func testPartition(t *testing.T, mode string) {
+	home, px, reg := startRegion(t, mode)
+	args := []any{"RL.FIXED", "part", fixedLimit, 1000}
+	stop := make(chan struct{})
+	rcalls := load(t, newClient(t, reg.Addr), args, 2, pace, stop)
+	hcalls := load(t, newClient(t, home.Addr), args, 1, pace, stop)
+	time.Sleep(time.Second)
+	cut := time.Now()
+	px.partition()
+	time.Sleep(4 * time.Second)
+	healed := time.Now()
+	px.heal()
+	time.Sleep(3 * time.Second)
+	stopped := time.Now()
+	close(stop)
+	rw, hw := perWindow(rcalls(), time.Second), perWindow(hcalls(), time.Second)
+	bound := map[string]int{region.FallbackShare: fixedLimit + share, region.FallbackClosed: fixedLimit, region.FallbackOpen: 1 << 30}[mode]
+	for i := range union(rw, hw) {
+		start := time.UnixMicro(i * 1e6)
+		r, h := rw[i], hw[i]
+		t.Logf("window %s: region %d admitted %d denied, home %d admitted", start.Format("05.000"), r.allowed, r.denied, h.allowed)
+		if r.allowed+h.allowed > bound || h.allowed > fixedLimit {
+			t.Errorf("window %d: region %d + home %d admitted, bound %d", i, r.allowed, h.allowed, bound)
+		}
+		// Inside: after the first slice asked timed out (region.Timeout), before the heal.
+		inside := !start.Before(cut.Add(region.Timeout+100*time.Millisecond)) && !start.Add(time.Second).After(healed)
+		after := !start.Before(healed.Add(2*time.Second)) && !start.Add(time.Second).After(stopped)
+		switch {
+		case inside && mode == region.FallbackShare && r.allowed != share:
+			t.Errorf("window %d inside the partition: region admitted %d, want the share %d", i, r.allowed, share)
+		case inside && mode == region.FallbackOpen && (r.denied != 0 || r.allowed <= fixedLimit):
+			t.Errorf("window %d inside the partition: region admitted %d, denied %d, want all (more than the limit)", i, r.allowed, r.denied)
+		case inside && mode == region.FallbackClosed && r.allowed != 0:
+			t.Errorf("window %d inside the partition: region admitted %d, want 0", i, r.allowed)
+		case after && (r.allowed+h.allowed > fixedLimit || r.allowed == 0):
+			t.Errorf("window %d after the heal: region %d + home %d admitted, want the region admitting and at most %d", i, r.allowed, h.allowed, fixedLimit)
+		}
+	}
+}
+
+// TestRegionReconcile: what a share region admitted during a partition is counted at
+// the home after the heal. A Token key of 100 a day (no refill to speak of) is
+// spent 20 times in the region while cut off, then once every 100 ms for 2.5 s after
+// the heal; the home's bucket ends down by every unit the region admitted, the
+// partition's included.
+func TestRegionReconcile(t *testing.T) {
+	home, px, reg := startRegion(t, region.FallbackShare)
+	args := []any{"RL.TOKEN", "rec", 100, 86_400_000}
+	rc, hc := newClient(t, reg.Addr), newClient(t, home.Addr)
+	px.partition()
+	admitted := 0
+	for range 20 {
+		if do(t, rc, args).allowed {
+			admitted++
+		}
+	}
+	if admitted != 20 {
+		t.Fatalf("%d of 20 admitted during the partition, want 20 (the share holds 50)", admitted)
+	}
+	px.heal()
+	for range 25 {
+		if do(t, rc, args).allowed {
+			admitted++
+		}
+		time.Sleep(100 * time.Millisecond) // the calls' pace
+	}
+	// The home counts every unit the region admitted, and at most lostAtHeal more:
+	// slices it granted whose replies the link lost.
+	const lostAtHeal = 2
+	want := int64(100 - admitted)
+	var left int64
+	poll.Until(t, 5*time.Second, "the home to count the region's admissions", func() bool {
+		v, err := hc.Do(context.Background(), "RL.TOKEN", "rec", 100, 86_400_000, "PEEK").Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = v[2] // lower while the region holds a slice: it gives it back when idle
+		return left <= want && left >= want-lostAtHeal
+	})
+	t.Logf("region admitted %d (20 while cut off); the home has %d left", admitted, left)
+}
+
+// TestRegionBadUpstream: an upstream that never answers, one that is Redis (no
+// RL.SLICE), and one that refuses the login stop the region at start with an error
+// saying so; the home is left as it was.
+func TestRegionBadUpstream(t *testing.T) {
+	home := startServer(t, "-requirepass", "secret")
+	cases := []struct{ name, url, want string }{
+		{"silent", "redis://" + testenv.StalledAddr(t), "did not answer RL.SLICE"},
+		{"redis", "redis://" + testenv.StartRedis(t), "not an rlserver"},
+		{"no password", "redis://" + home.Addr, "refused RL.SLICE"},
+		{"wrong password", "redis://:wrong@" + home.Addr, "refused RL.SLICE"},
+		{"not a URL", "http://" + home.Addr, "-quota-upstream"},
+	}
+	for _, c := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, testenv.RLServerBin(t), "-addr", "127.0.0.1:0", "-quota-upstream", c.url).CombinedOutput()
+		late := ctx.Err()
+		cancel()
+		if err == nil || late != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: %v, output %q; want an exit saying %q", c.name, err, out, c.want)
+		}
+	}
+	hc := redis.NewClient(&redis.Options{Addr: home.Addr, Password: "secret"})
+	defer hc.Close()
+	startServer(t, "-quota-upstream", "redis://:secret@"+home.Addr) // the good one starts
+	if n, err := hc.DBSize(context.Background()).Result(); err != nil || n != 0 {
+		t.Errorf("the home holds %d keys (%v), want 0: the checks spent nothing", n, err)
+	}
+}
+
+// union is the window indexes of a and b.
+func union(a, b map[int64]window) map[int64]bool {
+	u := map[int64]bool{}
+	for i := range a {
+		u[i] = true
+	}
+	for i := range b {
+		u[i] = true
+	}
+	return u
+}
