@@ -2,6 +2,7 @@ package regions_test
 
 import (
 	"context"
+	"maps"
 	"os/exec"
 	"strings"
 	"testing"
@@ -191,7 +192,13 @@ func TestRegionBadUpstream(t *testing.T) {
 	}
 	hc := redis.NewClient(&redis.Options{Addr: home.Addr, Password: "secret"})
 	defer hc.Close()
-	startServer(t, "-quota-upstream", "redis://:secret@"+home.Addr) // the good one starts
+	good := startServer(t, "-quota-upstream", "redis://:secret@"+home.Addr, "-quota-upstream-prefix", "api:")
+	got, err := newClient(t, good.Addr).ConfigGet(context.Background(), "quota-upstream*").Result()
+	want := map[string]string{"quota-upstream": "redis://:xxxxx@" + home.Addr, "quota-upstream-prefix": "api:",
+		"quota-upstream-fallback": "share", "quota-upstream-regions": "1"}
+	if err != nil || !maps.Equal(got, want) {
+		t.Errorf("CONFIG GET quota-upstream*: %v %v, want %v (the password redacted)", got, err, want)
+	}
 	if n, err := hc.DBSize(context.Background()).Result(); err != nil || n != 0 {
 		t.Errorf("the home holds %d keys (%v), want 0: the checks spent nothing", n, err)
 	}
