@@ -48,6 +48,8 @@ type sliceKey struct {
 	asked int64  // the size of the last slice asked
 	fetch *fetch // the slice asked and not answered yet; nil if none
 	gone  bool   // removed from its Slicer (idle, or closed): look it up again
+
+	counts *sliceCounts // its family's counters in its Slicer; set before shared, read without mu
 }
 
 // fetch is a slice asked of the server; done is closed when err is set.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/keyfamily"
 )
 
 // DefaultSliceIdle is SliceOptions.Idle when 0.
@@ -32,7 +32,7 @@ type SliceStats struct {
 	Taken     int64 // units the slices granted
 	Used      int64 // units admitted in-process from them
 	GivenBack int64 // units given back (Refund): when a key idled, and on Close
-	Expired   int64 // units that reached their slice's Until unused: quota not admitted
+	Expired   int64 // units that reached their slice's Until unused, or whose give-back failed: quota not admitted
 }
 
 // Slicer decides calls on keys in-process, from slices of their quota taken at the
@@ -74,7 +74,7 @@ type Slicer struct {
 	stop    chan struct{}  // closed by Close: the sweeper stops
 	swept   chan struct{}  // closed when the sweeper has stopped
 
-	asked, taken, used, given, expired atomic.Int64
+	fams keyfamily.Table[sliceCounts] // SliceStats' counters, by key family (slicestats.go)
 }
 
 // sliceID names what a Slicer holds: one key under one Limit.
@@ -164,10 +164,9 @@ func (s *Slicer) untake(ds []decided) {
 			continue
 		}
 		d.k.mu.Lock()
-		if d.k.untake(d.n, d.until, now) {
-			s.used.Add(-d.n)
-		} else {
-			s.expired.Add(d.n) // never admitted, and too late to hold
+		d.k.counts.used.Add(-d.n)
+		if !d.k.untake(d.n, d.until, now) {
+			d.k.counts.expired.Add(d.n) // never admitted, and too late to hold
 		}
 		d.k.mu.Unlock()
 	}
@@ -190,9 +189,9 @@ func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (decide
 			return decided{res: res, at: s.now()}, err
 		}
 		now := s.now()
-		s.expired.Add(k.expire(now))
+		k.counts.expired.Add(k.expire(now))
 		if until, ok := k.take(need, now); ok {
-			s.used.Add(need)
+			k.counts.used.Add(need)
 			if size := k.ahead(now, l.n, s.replicas); size > 0 {
 				s.ask(k, key, l, size)
 			}
@@ -245,6 +244,7 @@ func (s *Slicer) key(key string, l Limit) *sliceKey {
 			s.mu.Lock()
 			if k = s.keys[id]; k == nil && !s.closed {
 				k = newSliceKey()
+				k.counts = s.fams.Get([]byte(key))
 				s.keys[id] = k
 			}
 			s.mu.Unlock()
@@ -263,7 +263,7 @@ func (s *Slicer) key(key string, l Limit) *sliceKey {
 // ask sends k's request for a slice of n units, k locked; got records the answer.
 func (s *Slicer) ask(k *sliceKey, key string, l Limit, n int64) *fetch {
 	f := k.ask(n)
-	s.asked.Add(1)
+	k.counts.asked.Add(1)
 	s.fetches.Add(1)
 	go func() {
 		defer s.fetches.Done()
@@ -273,15 +273,17 @@ func (s *Slicer) ask(k *sliceKey, key string, l Limit, n int64) *fetch {
 		k.fetch, f.err = nil, err
 		var back int64
 		if err == nil {
-			s.taken.Add(int64(sl.Granted))
+			k.counts.taken.Add(int64(sl.Granted))
 			k.got(sl, now)
 			if k.gone { // closed or swept while asked: nothing will spend it
 				back = k.giveBack(now)
+				k.counts.expired.Add(k.holding()) // too close to their end to go back
+				k.held = nil
 			}
 		}
 		k.mu.Unlock()
 		close(f.done)
-		s.giveBack(key, l, back)
+		s.giveBack(k, key, l, back)
 	}()
 	return f
 }
@@ -293,15 +295,17 @@ func (s *Slicer) local(key string, l Limit, n int) Result {
 	return res
 }
 
-// giveBack refunds n units of key under l, if any, within the Client's budget.
-func (s *Slicer) giveBack(key string, l Limit, n int64) error {
+// giveBack refunds n units k held of key under l, if any, within the Client's
+// budget; units that could not go back count as expired: lost to the limit.
+func (s *Slicer) giveBack(k *sliceKey, key string, l Limit, n int64) error {
 	if n == 0 {
 		return nil
 	}
 	if _, err := s.c.Refund(context.Background(), key, l, int(n)); err != nil {
+		k.counts.expired.Add(n)
 		return err
 	}
-	s.given.Add(n)
+	k.counts.given.Add(n)
 	return nil
 }
 
@@ -334,11 +338,11 @@ func (s *Slicer) sweep(now time.Time, closing bool) error {
 	var errs []error
 	for i, k := range ks {
 		k.mu.Lock()
-		s.expired.Add(k.expire(now))
+		k.counts.expired.Add(k.expire(now))
 		var back int64
 		if closing || k.fetch == nil && now.Sub(k.lastUse) >= s.idle {
 			back = k.giveBack(now)
-			s.expired.Add(k.holding()) // too close to their end to go back: they will expire
+			k.counts.expired.Add(k.holding()) // too close to their end to go back: they will expire
 			k.held, k.gone = nil, true
 		}
 		gone := k.gone
@@ -350,7 +354,7 @@ func (s *Slicer) sweep(now time.Time, closing bool) error {
 			}
 			s.mu.Unlock()
 		}
-		errs = append(errs, s.giveBack(ids[i].key, ids[i].limit, back))
+		errs = append(errs, s.giveBack(k, ids[i].key, ids[i].limit, back))
 	}
 	return errors.Join(errs...)
 }
@@ -371,10 +375,4 @@ func (s *Slicer) Close() error {
 	err := s.sweep(s.now(), true) // every key gone: no more asks
 	s.fetches.Wait()              // each answered after gives back what it got
 	return err
-}
-
-// Stats returns the counts of s's work so far.
-func (s *Slicer) Stats() SliceStats {
-	return SliceStats{Asked: s.asked.Load(), Taken: s.taken.Load(), Used: s.used.Load(),
-		GivenBack: s.given.Load(), Expired: s.expired.Load()}
 }
