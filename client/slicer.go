@@ -112,6 +112,7 @@ func (s *Slicer) Allow(ctx context.Context, key string, l Limit) (Result, error)
 // of it when it can.
 func (s *Slicer) AllowN(ctx context.Context, key string, l Limit, n int) (Result, error) {
 	d, err := s.decide(ctx, key, l, n)
+	d.admit()
 	return d.res, err
 }
 
@@ -142,6 +143,10 @@ func (s *Slicer) AllowAll(ctx context.Context, rules ...Rule) (AllResult, error)
 	}
 	if !res.Allowed {
 		s.untake(ds)
+		return res, nil
+	}
+	for _, d := range ds {
+		d.admit()
 	}
 	return res, nil
 }
@@ -156,6 +161,14 @@ type decided struct {
 	until time.Time
 }
 
+// admit counts d's units as used, if they came from a slice: only once the call is
+// admitted, so that Used, a Prometheus counter, never goes back.
+func (d decided) admit() {
+	if d.k != nil {
+		d.k.counts.used.Add(d.n)
+	}
+}
+
 // untake puts back the units the allowed calls ds took from slices.
 func (s *Slicer) untake(ds []decided) {
 	now := s.now()
@@ -164,7 +177,6 @@ func (s *Slicer) untake(ds []decided) {
 			continue
 		}
 		d.k.mu.Lock()
-		d.k.counts.used.Add(-d.n)
 		if !d.k.untake(d.n, d.until, now) {
 			d.k.counts.expired.Add(d.n) // never admitted, and too late to hold
 		}
@@ -173,7 +185,8 @@ func (s *Slicer) untake(ds []decided) {
 }
 
 // decide is AllowN, with the time the decision was made at (the oracle test counts
-// admissions in the windows they were made in) and where its units came from.
+// admissions in the windows they were made in) and where its units came from, not
+// yet counted as used (decided.admit).
 func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (decided, error) {
 	if err := l.Validate(); err != nil {
 		return decided{}, err
@@ -191,7 +204,6 @@ func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (decide
 		now := s.now()
 		k.counts.expired.Add(k.expire(now))
 		if until, ok := k.take(need, now); ok {
-			k.counts.used.Add(need)
 			if size := k.ahead(now, l.n, s.replicas); size > 0 {
 				s.ask(k, key, l, size)
 			}
