@@ -274,10 +274,15 @@ type embeddedBackend struct {
 }
 
 func (e embeddedBackend) decide(_ context.Context, key string, r algo.Request) (algo.Decision, error) {
+	return e.decideAt(key, r, e.clock())
+}
+
+// decideAt is decide at now.
+func (e embeddedBackend) decideAt(key string, r algo.Request, now time.Time) (algo.Decision, error) {
 	if err := checkLogLimit(r, e.maxLogLimit); err != nil {
 		return algo.Decision{}, err
 	}
-	d, err := e.store.Do([]byte(key), r, e.clock().UnixMicro())
+	d, err := e.store.Do([]byte(key), r, now.UnixMicro())
 	return d, storeError(err)
 }
 

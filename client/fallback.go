@@ -100,11 +100,16 @@ func (f *fallback) share(r algo.Request) algo.Request {
 // algorithms cannot hold (a long window cut into few requests, with a large cost) can
 // never pass: it is refused as a cost above the limit is.
 func (f *fallback) decide(key string, r algo.Request) algo.Decision {
+	return f.decideAt(key, r, f.local.clock())
+}
+
+// decideAt is decide at now: for a caller that must know when it decided.
+func (f *fallback) decideAt(key string, r algo.Request, now time.Time) algo.Decision {
 	r = f.share(r)
 	if r.CheckSchedule() != nil {
 		return algo.Decision{Limit: r.Limit, RetryAfter: -1}
 	}
-	d, _ := f.local.decide(context.Background(), key, r) // the request was validated
+	d, _ := f.local.decideAt(key, r, now) // the request was validated
 	return d
 }
 

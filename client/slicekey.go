@@ -47,6 +47,7 @@ type sliceKey struct {
 
 	asked int64  // the size of the last slice asked
 	fetch *fetch // the slice asked and not answered yet; nil if none
+	down  bool   // the last slice asked got no answer (ErrUnavailable)
 	gone  bool   // removed from its Slicer (idle, or closed): look it up again
 
 	counts *sliceCounts // its family's counters in its Slicer; set before shared, read without mu

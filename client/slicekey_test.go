@@ -158,3 +158,25 @@ func TestSlicerIdleAndClose(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceKeyUntake: units a refused AllowAll took go back under the first Until
+// they came from, but not once it has passed, nor to a forgotten key.
+func TestSliceKeyUntake(t *testing.T) {
+	k := newSliceKey()
+	k.got(sliceAt(2, t0, 10*time.Millisecond, 90), t0)
+	k.got(sliceAt(5, t0, 20*time.Millisecond, 85), t0)
+	until, ok := k.take(3, t0.Add(time.Millisecond))
+	if !ok || !until.Equal(t0.Add(10*time.Millisecond)) {
+		t.Fatalf("take 3: %v, %v; want the 10 ms slice's Until", until, ok)
+	}
+	if !k.untake(3, until, t0.Add(2*time.Millisecond)) || k.holding() != 7 || k.held[0].units != 3 || !k.held[0].until.Equal(until) {
+		t.Fatalf("untake: held %+v; want 3 back under the first Until", k.held)
+	}
+	if k.untake(1, until, until) {
+		t.Fatal("untake at Until: accepted")
+	}
+	k.gone = true
+	if k.untake(1, until, t0) {
+		t.Fatal("untake on a forgotten key: accepted")
+	}
+}

@@ -220,6 +220,13 @@ func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (decide
 		if f == nil {
 			f = s.ask(k, key, l, k.size(now, need-k.holding(), l.n, s.replicas))
 		}
+		if k.down && s.c.fallback != nil {
+			// The server is down: the slice asked probes it, as the breaker allows,
+			// and the calls meanwhile are decided locally, as the Client's are.
+			k.mu.Unlock()
+			res, at := s.local(key, l, n)
+			return decided{res: res, at: at}, nil
+		}
 		k.mu.Unlock()
 		var err error
 		select {
@@ -232,7 +239,8 @@ func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (decide
 		case err == nil:
 			k = s.key(key, l)
 		case s.c.fallback != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable)):
-			return decided{res: s.local(key, l, n), at: s.now()}, nil
+			res, at := s.local(key, l, n)
+			return decided{res: res, at: at}, nil
 		case errors.Is(err, ctx.Err()):
 			return decided{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		default:
@@ -282,7 +290,7 @@ func (s *Slicer) ask(k *sliceKey, key string, l Limit, n int64) *fetch {
 		sl, err := s.c.TakeSlice(context.Background(), key, l, int(n))
 		now := s.now()
 		k.mu.Lock()
-		k.fetch, f.err = nil, err
+		k.fetch, f.err, k.down = nil, err, errors.Is(err, ErrUnavailable)
 		var back int64
 		if err == nil {
 			k.counts.taken.Add(int64(sl.Granted))
@@ -300,11 +308,13 @@ func (s *Slicer) ask(k *sliceKey, key string, l Limit, n int64) *fetch {
 	return f
 }
 
-// local decides the call on key by the Client's Fallback, when no slice could be had.
-func (s *Slicer) local(key string, l Limit, n int) Result {
-	res := resultOf(s.c.fallback.decide(key, l.request(int64(n), false)))
+// local decides the call on key by the Client's Fallback, when no slice could be
+// had, and returns the time it decided at.
+func (s *Slicer) local(key string, l Limit, n int) (Result, time.Time) {
+	now := s.c.fallback.local.clock()
+	res := resultOf(s.c.fallback.decideAt(key, l.request(int64(n), false), now))
 	res.Degraded = true
-	return res
+	return res, now
 }
 
 // giveBack refunds n units k held of key under l, if any, within the Client's
