@@ -6,7 +6,7 @@ BIN     := bin/rlserver
 # paths it is given are absolute.
 RLBENCH := $(GO) run -C cmd/rlbench .
 
-.PHONY: build run test lint test-heap cross bench bench-server bench-client bench-rls bench-edge bench-overload bench-replication bench-reshard bench-persistence soak experiments scale docs release image image-rootfs clean
+.PHONY: build run test lint test-heap cross bench bench-server bench-client bench-slices bench-rls bench-edge bench-overload bench-replication bench-reshard bench-persistence soak experiments scale docs release image image-rootfs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlserver
@@ -68,6 +68,15 @@ bench-server: build
 # through the middleware. The last line is the headline (README, "Go client").
 bench-client: build
 	$(RLBENCH) client -rlserver-bin $(CURDIR)/$(BIN)
+
+# The Go client's Slicer (in-process decisions from RL.SLICE's slices) on one hot key
+# from 8 client processes, against the batched client and a count-then-flush client
+# written for the comparison, on an rlserver process on CPU 0, the clients on CPU 1
+# (taskset): decisions/s, round trips per decision and p99 with a limit no load
+# reaches, then over-admission per 1 s window near the limit (about 30 s). The last
+# line is the headline (docs/benchmarks.md).
+bench-slices: build
+	$(RLBENCH) slices -rlserver-bin $(CURDIR)/$(BIN)
 
 # Envoy's rate limit service: ShouldRateLimit/s of one descriptor over 100,000 users at 32
 # streams, rlserver -rls-addr against envoyproxy/ratelimit + redis-server (go install

@@ -39,6 +39,13 @@
 //
 //	rlbench overload [-workers 8] [-service 10ms] [-time 2s] [-warmup 1s] [-queue 100ms] [-rlserver-bin bin/rlserver]
 //
+// slices has 8 client processes call one hot key through the batched client, the
+// Slicer (in-process decisions from RL.SLICE's slices) and count-then-flush, on an
+// rlserver process it starts: decisions/s and round trips, then over-admission near
+// the limit (make bench-slices):
+//
+//	rlbench slices [-rlserver-bin bin/rlserver] [-time 3s] [-windows 5] [-rate 100000]
+//
 // burst gives the lesson-002 figures on the real clock (a burst of 1000 on 100/s, a
 // second sustained, three seconds at burst 1), rlserver beside golang.org/x/time/rate:
 //
@@ -119,6 +126,13 @@ func main() {
 		}
 		return
 	}
+	if spec := os.Getenv(slicesChildEnv); spec != "" {
+		if err := runSlicesChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench slices client:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
@@ -144,6 +158,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "overload" {
 		return runOverloadBench(ctx, args[1:], w)
+	}
+	if len(args) > 0 && args[0] == "slices" {
+		return runSlicesBench(ctx, args[1:], w)
 	}
 	if len(args) > 0 && args[0] == "burst" {
 		return runBurstBench(ctx, args[1:], w)

@@ -219,8 +219,8 @@ func TestUnknownExperiment(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary be e2e's app replica and the overload experiment's
-// application, as rlbench itself is.
+// TestMain lets the test binary be e2e's app replica, the overload experiment's
+// application and a bench-slices client process, as rlbench itself is.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(replicaEnv); spec != "" {
 		if err := runReplica(spec); err != nil {
@@ -232,6 +232,13 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(overloadAppEnv); spec != "" {
 		if err := runOverloadApp(spec); err != nil {
 			fmt.Fprintln(os.Stderr, "rlbench overload app:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if spec := os.Getenv(slicesChildEnv); spec != "" {
+		if err := runSlicesChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench slices client:", err)
 			os.Exit(1)
 		}
 		return
