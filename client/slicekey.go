@@ -49,6 +49,8 @@ type sliceKey struct {
 	fetch *fetch // the slice asked and not answered yet; nil if none
 	down  bool   // the last slice asked got no answer (ErrUnavailable)
 	gone  bool   // removed from its Slicer (idle, or closed): look it up again
+
+	counts *sliceCounts // its family's counters in its Slicer; set before shared, read without mu
 }
 
 // fetch is a slice asked of the server; done is closed when err is set.

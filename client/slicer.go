@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/internal/keyfamily"
 )
 
 // DefaultSliceIdle is SliceOptions.Idle when 0.
@@ -32,7 +32,7 @@ type SliceStats struct {
 	Taken     int64 // units the slices granted
 	Used      int64 // units admitted in-process from them
 	GivenBack int64 // units given back (Refund): when a key idled, and on Close
-	Expired   int64 // units that reached their slice's Until unused: quota not admitted
+	Expired   int64 // units that reached their slice's Until unused, or whose give-back failed: quota not admitted
 }
 
 // Slicer decides calls on keys in-process, from slices of their quota taken at the
@@ -74,7 +74,7 @@ type Slicer struct {
 	stop    chan struct{}  // closed by Close: the sweeper stops
 	swept   chan struct{}  // closed when the sweeper has stopped
 
-	asked, taken, used, given, expired atomic.Int64
+	fams keyfamily.Table[sliceCounts] // SliceStats' counters, by key family (slicestats.go)
 }
 
 // sliceID names what a Slicer holds: one key under one Limit.
@@ -112,6 +112,7 @@ func (s *Slicer) Allow(ctx context.Context, key string, l Limit) (Result, error)
 // of it when it can.
 func (s *Slicer) AllowN(ctx context.Context, key string, l Limit, n int) (Result, error) {
 	d, err := s.decide(ctx, key, l, n)
+	d.admit()
 	return d.res, err
 }
 
@@ -142,6 +143,10 @@ func (s *Slicer) AllowAll(ctx context.Context, rules ...Rule) (AllResult, error)
 	}
 	if !res.Allowed {
 		s.untake(ds)
+		return res, nil
+	}
+	for _, d := range ds {
+		d.admit()
 	}
 	return res, nil
 }
@@ -156,6 +161,14 @@ type decided struct {
 	until time.Time
 }
 
+// admit counts d's units as used, if they came from a slice: only once the call is
+// admitted, so that Used, a Prometheus counter, never goes back.
+func (d decided) admit() {
+	if d.k != nil {
+		d.k.counts.used.Add(d.n)
+	}
+}
+
 // untake puts back the units the allowed calls ds took from slices.
 func (s *Slicer) untake(ds []decided) {
 	now := s.now()
@@ -164,17 +177,16 @@ func (s *Slicer) untake(ds []decided) {
 			continue
 		}
 		d.k.mu.Lock()
-		if d.k.untake(d.n, d.until, now) {
-			s.used.Add(-d.n)
-		} else {
-			s.expired.Add(d.n) // never admitted, and too late to hold
+		if !d.k.untake(d.n, d.until, now) {
+			d.k.counts.expired.Add(d.n) // never admitted, and too late to hold
 		}
 		d.k.mu.Unlock()
 	}
 }
 
 // decide is AllowN, with the time the decision was made at (the oracle test counts
-// admissions in the windows they were made in) and where its units came from.
+// admissions in the windows they were made in) and where its units came from, not
+// yet counted as used (decided.admit).
 func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (decided, error) {
 	if err := l.Validate(); err != nil {
 		return decided{}, err
@@ -190,9 +202,8 @@ func (s *Slicer) decide(ctx context.Context, key string, l Limit, n int) (decide
 			return decided{res: res, at: s.now()}, err
 		}
 		now := s.now()
-		s.expired.Add(k.expire(now))
+		k.counts.expired.Add(k.expire(now))
 		if until, ok := k.take(need, now); ok {
-			s.used.Add(need)
 			if size := k.ahead(now, l.n, s.replicas); size > 0 {
 				s.ask(k, key, l, size)
 			}
@@ -253,6 +264,7 @@ func (s *Slicer) key(key string, l Limit) *sliceKey {
 			s.mu.Lock()
 			if k = s.keys[id]; k == nil && !s.closed {
 				k = newSliceKey()
+				k.counts = s.fams.Get([]byte(key))
 				s.keys[id] = k
 			}
 			s.mu.Unlock()
@@ -271,7 +283,7 @@ func (s *Slicer) key(key string, l Limit) *sliceKey {
 // ask sends k's request for a slice of n units, k locked; got records the answer.
 func (s *Slicer) ask(k *sliceKey, key string, l Limit, n int64) *fetch {
 	f := k.ask(n)
-	s.asked.Add(1)
+	k.counts.asked.Add(1)
 	s.fetches.Add(1)
 	go func() {
 		defer s.fetches.Done()
@@ -281,15 +293,17 @@ func (s *Slicer) ask(k *sliceKey, key string, l Limit, n int64) *fetch {
 		k.fetch, f.err, k.down = nil, err, errors.Is(err, ErrUnavailable)
 		var back int64
 		if err == nil {
-			s.taken.Add(int64(sl.Granted))
+			k.counts.taken.Add(int64(sl.Granted))
 			k.got(sl, now)
 			if k.gone { // closed or swept while asked: nothing will spend it
 				back = k.giveBack(now)
+				k.counts.expired.Add(k.holding()) // too close to their end to go back
+				k.held = nil
 			}
 		}
 		k.mu.Unlock()
 		close(f.done)
-		s.giveBack(key, l, back)
+		s.giveBack(k, key, l, back)
 	}()
 	return f
 }
@@ -303,15 +317,17 @@ func (s *Slicer) local(key string, l Limit, n int) (Result, time.Time) {
 	return res, now
 }
 
-// giveBack refunds n units of key under l, if any, within the Client's budget.
-func (s *Slicer) giveBack(key string, l Limit, n int64) error {
+// giveBack refunds n units k held of key under l, if any, within the Client's
+// budget; units that could not go back count as expired: lost to the limit.
+func (s *Slicer) giveBack(k *sliceKey, key string, l Limit, n int64) error {
 	if n == 0 {
 		return nil
 	}
 	if _, err := s.c.Refund(context.Background(), key, l, int(n)); err != nil {
+		k.counts.expired.Add(n)
 		return err
 	}
-	s.given.Add(n)
+	k.counts.given.Add(n)
 	return nil
 }
 
@@ -344,11 +360,11 @@ func (s *Slicer) sweep(now time.Time, closing bool) error {
 	var errs []error
 	for i, k := range ks {
 		k.mu.Lock()
-		s.expired.Add(k.expire(now))
+		k.counts.expired.Add(k.expire(now))
 		var back int64
 		if closing || k.fetch == nil && now.Sub(k.lastUse) >= s.idle {
 			back = k.giveBack(now)
-			s.expired.Add(k.holding()) // too close to their end to go back: they will expire
+			k.counts.expired.Add(k.holding()) // too close to their end to go back: they will expire
 			k.held, k.gone = nil, true
 		}
 		gone := k.gone
@@ -360,7 +376,7 @@ func (s *Slicer) sweep(now time.Time, closing bool) error {
 			}
 			s.mu.Unlock()
 		}
-		errs = append(errs, s.giveBack(ids[i].key, ids[i].limit, back))
+		errs = append(errs, s.giveBack(k, ids[i].key, ids[i].limit, back))
 	}
 	return errors.Join(errs...)
 }
@@ -381,10 +397,4 @@ func (s *Slicer) Close() error {
 	err := s.sweep(s.now(), true) // every key gone: no more asks
 	s.fetches.Wait()              // each answered after gives back what it got
 	return err
-}
-
-// Stats returns the counts of s's work so far.
-func (s *Slicer) Stats() SliceStats {
-	return SliceStats{Asked: s.asked.Load(), Taken: s.taken.Load(), Used: s.used.Load(),
-		GivenBack: s.given.Load(), Expired: s.expired.Load()}
 }

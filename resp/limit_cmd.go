@@ -38,6 +38,9 @@ func limiter(parse parser) func(s *Server, c *client, args [][]byte, now int64) 
 		if !d.Allowed && !req.Peek && req.Refund == 0 {
 			s.noteRefused(req, args[1], now)
 		}
+		if req.Refund > 0 {
+			s.slices.noteRefund(args[1], req.Refund)
+		}
 		var first int64
 		if d.Allowed != req.Cell { // redis-cell's reply (CL.THROTTLE, GCRA) answers "limited" instead
 			first = 1

@@ -17,8 +17,11 @@ func cmdSlice(s *Server, c *client, args [][]byte, now int64) {
 		return
 	}
 	c.decided(d.Granted > 0)
-	if d.Granted == 0 && !req.Peek {
-		s.noteRefused(req, key, now)
+	if !req.Peek {
+		s.slices.noteSlice(key, d.Granted)
+		if d.Granted == 0 {
+			s.noteRefused(req, key, now)
+		}
 	}
 	retry, reset := replyTimes(d, false)
 	c.w.WriteArray(6)

@@ -181,6 +181,7 @@ type Server struct {
 	policy   *engine.Engine // Config.Policy's engine; nil without one (policy_cmd.go)
 	refused  *topk.Window   // the keys RL.* commands refused lately, for RL.TOP
 	errStats errorStats     // server_info_stats.go
+	slices   sliceStats     // RL.SLICE by key family (limit_slice_stats.go)
 	// slotLocks are cluster mode's slot locks: a call takes its slot's read side,
 	// MIGRATE the write side while it moves the slot's keys (cluster_cmd.go).
 	slotLocks *[cluster.Slots]sync.RWMutex

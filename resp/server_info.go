@@ -14,18 +14,24 @@ import (
 	"github.com/rlserver/rlserver/store"
 )
 
-// infoSections are INFO's sections, in Redis's order; the default ones are those
-// INFO without arguments shows (all but commandstats and latencystats, as in Redis).
+// infoSections are INFO's sections, in Redis's order, then rlserver's own (slices);
+// the default ones are those INFO without arguments shows (all but commandstats and
+// latencystats, as in Redis).
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication",
-	"cpu", "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
+	"cpu", "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace", "slices"}
 
 // notDefault are the sections only "all", "everything" or their name show.
 var notDefault = map[string]bool{"commandstats": true, "latencystats": true}
 
+// onlyFilled are the sections shown, unless named, only when they have lines: as a
+// Redis module's section appears only once the module is loaded, so that INFO
+// matches Redis's where nothing of ours was used.
+var onlyFilled = map[string]bool{"slices": true}
+
 // cmdInfo serves INFO [section ...]: the named sections ("default" the default ones,
 // "all" and "everything" all of them), as one bulk string in Redis's "key:value" format.
 func cmdInfo(s *Server, c *client, args [][]byte, now int64) {
-	want := map[string]bool{}
+	want, named := map[string]bool{}, map[string]bool{}
 	names := args[1:]
 	if len(names) == 0 {
 		names = [][]byte{[]byte("default")}
@@ -37,12 +43,16 @@ func cmdInfo(s *Server, c *client, args [][]byte, now int64) {
 				want[name] = want[name] || sec != "default" || !notDefault[name]
 			}
 		default:
-			want[sec] = true
+			want[sec], named[sec] = true, true
 		}
 	}
 	var b strings.Builder
 	for _, sec := range infoSections {
 		if !want[sec] {
+			continue
+		}
+		kv := s.infoSection(sec, now)
+		if len(kv) == 0 && onlyFilled[sec] && !named[sec] {
 			continue
 		}
 		if b.Len() > 0 {
@@ -53,8 +63,8 @@ func cmdInfo(s *Server, c *client, args [][]byte, now int64) {
 		} else {
 			b.WriteString("# " + strings.ToUpper(sec[:1]) + sec[1:] + "\r\n")
 		}
-		for _, kv := range s.infoSection(sec, now) {
-			b.WriteString(kv[0] + ":" + kv[1] + "\r\n")
+		for _, line := range kv {
+			b.WriteString(line[0] + ":" + line[1] + "\r\n")
 		}
 	}
 	c.w.WriteBulkString(b.String())
@@ -149,6 +159,8 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 		return s.latencystatsInfo()
 	case "cluster":
 		return [][2]string{{"cluster_enabled", boolDigit(s.cfg.Cluster != nil)}}
+	case "slices":
+		return s.slices.info()
 	case "keyspace":
 		// Every key expires on its own when its state is fresh again, so keys = expires.
 		if n := s.store.Len(now); n > 0 {
@@ -201,6 +213,7 @@ func (s *Server) resetStats() {
 	c := s.readStats()
 	s.statBase.Store(&c)
 	s.resetCommandStats()
+	s.slices.reset()
 }
 
 // human formats a byte count as Redis's *_human fields do: "1.50M".

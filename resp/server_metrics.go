@@ -84,7 +84,7 @@ type collector struct{ s *Server }
 // Describe sends every metric's description.
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLatency, descCommands, descErrors, descClients, descConnections,
-		descRejected, descMaxClients} {
+		descRejected, descMaxClients, descSlices, descSliceUnits, descSliceGivenBack} {
 		ch <- d
 	}
 }
@@ -121,6 +121,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descConnections, s.connections.Load())
 	counter(descRejected, s.rejected.Load())
 	gauge(descMaxClients, float64(s.tun.Load().maxClients))
+	s.slices.collect(ch)
 }
 
 // MetricsHandler serves the core's registry (core.Core.MetricsHandler): this

@@ -152,8 +152,19 @@ var serverCommands = []*command{
 	},
 	{
 		name: "info", arity: -1, flags: []string{"loading", "stale"},
-		summary: "Describe the server: server, clients, memory, stats (allowed and limited per command), keyspace.",
+		summary: "Describe the server: server, clients, memory, stats (allowed and limited per command), keyspace, slices.",
 		group:   groupServer, complexity: "O(1)",
+		doc: "Sections and fields are Redis's where Redis has them. `# Slices` is rlserver's: RL.SLICE by key " +
+			"family, the key up to its first `:` (`api:alice` is `api`; a family of other than letters, digits, " +
+			"`_`, `-` and `.`, or longer than 32 bytes, counts as `(other)`, as do the families past the first 64 " +
+			"seen, so that random keys cost no memory). One line a family, " +
+			"`slicestat_api:granted=3,refused=1,units=14,given_back=3`: slices that granted at least a unit, " +
+			"slices that granted none, the units granted, and the units REFUND asked back on keys of a family that " +
+			"has taken slices (`(other)`: on any key it counts). The server cannot tell a slice's give-back from " +
+			"any other refund, and counts the units asked, before the algorithm caps them at a fresh key. What " +
+			"clients hold, use or let expire unused only they know: the Go client exports it " +
+			"(docs/go-client.md). The section is shown when named, and by the others only once it has a " +
+			"line, as a Redis module's; CONFIG RESETSTAT zeroes it (the same counts on /metrics never go back).",
 		args: []arg{{name: "section", typ: "string", optional: true, multiple: true}},
 		run:  cmdInfo,
 	},
