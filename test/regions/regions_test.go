@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestRegionGlobalLimit(t *testing.T) {
 	close(stop)
 	rw, hw := perWindow(rcalls(), time.Second), perWindow(hcalls(), time.Second)
 	var rsum, hsum int
-	for i := range union(rw, hw) {
+	for _, i := range union(rw, hw) {
 		if n := rw[i].allowed + hw[i].allowed; n > fixedLimit {
 			t.Errorf("window %d: %d admitted (region %d, home %d), limit %d", i, n, rw[i].allowed, hw[i].allowed, fixedLimit)
 		}
@@ -104,7 +105,7 @@ func testPartition(t *testing.T, mode string) {
 	close(stop)
 	rw, hw := perWindow(rcalls(), time.Second), perWindow(hcalls(), time.Second)
 	bound := map[string]int{region.FallbackShare: fixedLimit + share, region.FallbackClosed: fixedLimit, region.FallbackOpen: 1 << 30}[mode]
-	for i := range union(rw, hw) {
+	for _, i := range union(rw, hw) {
 		start := time.UnixMicro(i * 1e6)
 		r, h := rw[i], hw[i]
 		t.Logf("window %s: region %d admitted %d denied, home %d admitted", start.Format("05.000"), r.allowed, r.denied, h.allowed)
@@ -205,14 +206,9 @@ func TestRegionBadUpstream(t *testing.T) {
 	}
 }
 
-// union is the window indexes of a and b.
-func union(a, b map[int64]window) map[int64]bool {
-	u := map[int64]bool{}
-	for i := range a {
-		u[i] = true
-	}
-	for i := range b {
-		u[i] = true
-	}
-	return u
+// union is the window indexes of a and b, in order.
+func union(a, b map[int64]window) []int64 {
+	u := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
+	slices.Sort(u)
+	return slices.Compact(u)
 }
