@@ -93,11 +93,11 @@ type Region struct {
 // an error here: a region starts only with its home in reach.
 func Open(ctx context.Context, o Options) (*Region, error) {
 	o.Fallback = strings.ToLower(cmp.Or(o.Fallback, FallbackShare))
-	o.Regions = max(o.Regions, 1)
+	o.Regions = cmp.Or(o.Regions, 1)
 	switch {
 	case o.Fallback != FallbackShare && o.Fallback != FallbackOpen && o.Fallback != FallbackClosed:
 		return nil, fmt.Errorf("%w: the fallback is share, open or closed, got %q", ErrOptions, o.Fallback)
-	case o.Regions > 1e6:
+	case o.Regions < 1 || o.Regions > 1e6:
 		return nil, fmt.Errorf("%w: regions must be 1 to 1000000, got %d", ErrOptions, o.Regions)
 	}
 	if err := probe(ctx, o.URL); err != nil {

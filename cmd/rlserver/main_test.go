@@ -39,7 +39,7 @@ func TestHelpListsEveryFlagWithDefault(t *testing.T) {
 		"-metrics-addr host:port\n", "-cluster-nodes host:port\n", "-cluster-self index\n",
 		"-replicaof host:port\n", "-masterauth password\n", "-repl-backlog-size bytes\n", "(default: 33554432)",
 		"-replica-priority priority\n", "-masteruser user\n", "-acllog-max-len entries\n",
-		"-user user\n", "-aclfile string\n",
+		"-user user\n", "-aclfile string\n", "-quota-upstream URL\n", "-quota-upstream-fallback share\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())

@@ -176,16 +176,23 @@ func TestRegionReconcile(t *testing.T) {
 // saying so; the home is left as it was.
 func TestRegionBadUpstream(t *testing.T) {
 	home := startServer(t, "-requirepass", "secret")
-	cases := []struct{ name, url, want string }{
-		{"silent", "redis://" + testenv.StalledAddr(t), "did not answer RL.SLICE"},
-		{"redis", "redis://" + testenv.StartRedis(t), "not an rlserver"},
-		{"no password", "redis://" + home.Addr, "refused RL.SLICE"},
-		{"wrong password", "redis://:wrong@" + home.Addr, "refused RL.SLICE"},
-		{"not a URL", "http://" + home.Addr, "-quota-upstream"},
+	good := "redis://:secret@" + home.Addr
+	cases := []struct {
+		name, url, want string
+		more            []string
+	}{
+		{"silent", "redis://" + testenv.StalledAddr(t), "did not answer RL.SLICE", nil},
+		{"redis", "redis://" + testenv.StartRedis(t), "not an rlserver", nil},
+		{"no password", "redis://" + home.Addr, "refused RL.SLICE", nil},
+		{"wrong password", "redis://:wrong@" + home.Addr, "refused RL.SLICE", nil},
+		{"not a URL", "http://" + home.Addr, "-quota-upstream", nil},
+		{"bad fallback", good, "the fallback is share, open or closed", []string{"-quota-upstream-fallback", "maybe"}},
+		{"bad regions", good, "regions must be 1 to 1000000", []string{"-quota-upstream-regions", "-2"}},
 	}
 	for _, c := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		out, err := exec.CommandContext(ctx, testenv.RLServerBin(t), "-addr", "127.0.0.1:0", "-quota-upstream", c.url).CombinedOutput()
+		argv := append([]string{"-addr", "127.0.0.1:0", "-quota-upstream", c.url}, c.more...)
+		out, err := exec.CommandContext(ctx, testenv.RLServerBin(t), argv...).CombinedOutput()
 		late := ctx.Err()
 		cancel()
 		if err == nil || late != nil || !strings.Contains(string(out), c.want) {
@@ -194,8 +201,8 @@ func TestRegionBadUpstream(t *testing.T) {
 	}
 	hc := redis.NewClient(&redis.Options{Addr: home.Addr, Password: "secret"})
 	defer hc.Close()
-	good := startServer(t, "-quota-upstream", "redis://:secret@"+home.Addr, "-quota-upstream-prefix", "api:")
-	got, err := newClient(t, good.Addr).ConfigGet(context.Background(), "quota-upstream*").Result()
+	reg := startServer(t, "-quota-upstream", good, "-quota-upstream-prefix", "api:")
+	got, err := newClient(t, reg.Addr).ConfigGet(context.Background(), "quota-upstream*").Result()
 	want := map[string]string{"quota-upstream": "redis://:xxxxx@" + home.Addr, "quota-upstream-prefix": "api:",
 		"quota-upstream-fallback": "share", "quota-upstream-regions": "1"}
 	if err != nil || !maps.Equal(got, want) {
