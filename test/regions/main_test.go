@@ -37,13 +37,13 @@ func startServer(t testing.TB, args ...string) *launch.Proc {
 }
 
 // startRegion starts a home, a proxy to it, and a region of it through the proxy
-// with the fallback mode for 2 regions.
-func startRegion(t testing.TB, mode string) (home *launch.Proc, px *proxy, region *launch.Proc) {
+// with the fallback mode for 2 regions, and more flags.
+func startRegion(t testing.TB, mode string, more ...string) (home *launch.Proc, px *proxy, region *launch.Proc) {
 	t.Helper()
 	home = startServer(t)
 	px = startProxy(t, home.Addr, linkRTT)
-	region = startServer(t, "-quota-upstream", "redis://"+px.addr(), "-quota-upstream-regions", "2",
-		"-quota-upstream-fallback", mode)
+	region = startServer(t, append([]string{"-quota-upstream", "redis://" + px.addr(), "-quota-upstream-regions", "2",
+		"-quota-upstream-fallback", mode}, more...)...)
 	return home, px, region
 }
 

@@ -16,28 +16,34 @@ import (
 )
 
 // TestRegionLatency: a region's clients are decided at loopback speed, with the home
-// 50 ms away; the same calls made at the home through the link take its round trip.
+// 50 ms away, as fast as the region's own store decides a key that is not the
+// home's (the anchor, called in turn with it); the same call made at the home
+// through the link takes its round trip.
 func TestRegionLatency(t *testing.T) {
-	_, px, reg := startRegion(t, region.FallbackShare)
-	args := []any{"RL.TOKEN", "lat", 1_000_000, 1000} // never refuses: the steady state
+	_, px, reg := startRegion(t, region.FallbackShare, "-quota-upstream-prefix", "up:")
+	sliced := []any{"RL.TOKEN", "up:lat", 1_000_000, 1000} // never refuses: the steady state
+	anchor := []any{"RL.TOKEN", "local:lat", 1_000_000, 1000}
 	rc, hc := newClient(t, reg.Addr), newClient(t, px.addr())
 	// A key's first slices are small and grow with its use, each a round trip some
 	// call waits for: the steady state is measured after them.
-	var warm, local, remote []call
+	var warm, local, store, remote []call
 	for range 2000 {
-		warm = append(warm, do(t, rc, args))
+		warm = append(warm, do(t, rc, sliced))
 	}
 	for range 2000 {
-		local = append(local, do(t, rc, args))
+		local = append(local, do(t, rc, sliced))
+		store = append(store, do(t, rc, anchor))
 	}
 	for range 20 {
-		remote = append(remote, do(t, hc, args))
+		remote = append(remote, do(t, hc, sliced))
 	}
-	lp, rp := pct(local, 99), pct(remote, 50)
-	t.Logf("p99 of 2000 calls on the region: %v (of the 2000 before them, from the key's first call: %v); the median call at the home through the link: %v",
-		lp, pct(warm, 99), rp)
-	if lp >= time.Millisecond {
-		t.Errorf("region p99 %v, want < 1 ms", lp)
+	lp, sp, rp := pct(local, 99), pct(store, 99), pct(remote, 50)
+	t.Logf("p99 of 2000 calls on the region: %v, of its store's calls in turn with them %v (of the 2000 before them, from the key's first call: %v); the median call at the home through the link: %v",
+		lp, sp, pct(warm, 99), rp)
+	// Under 1 ms, or on a machine too loaded for that, no slower than the region's
+	// own store: either way nothing waits on the link.
+	if lp >= time.Millisecond && lp > sp*3/2 {
+		t.Errorf("region p99 %v, want < 1 ms or within 1.5x its store's p99 %v", lp, sp)
 	}
 	if rp <= linkRTT {
 		t.Errorf("the median call at the home through the link took %v, want > %v: the proxy adds no round trip", rp, linkRTT)
