@@ -2,6 +2,7 @@ package aof
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -27,6 +28,9 @@ func (l *Log) run() {
 			if l.failing() {
 				continue // retried on the tick, not at every write refused meanwhile
 			}
+			if l.policy() == FsyncAlways {
+				l.gather()
+			}
 		case <-tick.C:
 		case reply := <-l.rotate:
 			reply <- l.rotateIncr()
@@ -40,6 +44,28 @@ func (l *Log) run() {
 		l.maybeRewrite()
 		if l.policy() != FsyncAlways {
 			time.Sleep(writeGap)
+		}
+	}
+}
+
+// gatherYields bounds gather: while records keep coming, a sync waits at most this
+// many turns of the runnable goroutines.
+const gatherYields = 4
+
+// gather yields the processor while the connections that are ready to run still add
+// records, so that one sync takes them all. The writer is woken by a connection's
+// first record, and Go runs a goroutine woken so next, ahead of the connections
+// already runnable: each sync took one or two connections' records. strace over 3 s
+// of redis-benchmark RL.TOKEN -P 16 at 50 connections, the server on one core: 2,144
+// and 2,577 fdatasyncs for 4,140 and 5,016 replies' writes without it, 477 and 347 for
+// 11,128 and 8,578 with it. Unstraced, alternating, three rounds: 18k-50k calls/s
+// without it, 86k-263k with it, Redis INCR under always 82k-204k.
+func (l *Log) gather() {
+	for range gatherYields {
+		end := l.j.End()
+		runtime.Gosched()
+		if l.j.End() == end {
+			return
 		}
 	}
 }
