@@ -38,8 +38,8 @@ type debts struct {
 	m  map[debtID]debt
 	n  atomic.Int64 // len(m): read on every call decided from the home, without mu
 
-	settling       atomic.Bool
-	counted, unmet atomic.Int64 // units counted at the home, and not (window gone, no room, too many keys)
+	settling atomic.Bool
+	dropped  atomic.Int64 // units add dropped since the last settle: a window ended, too many keys
 }
 
 func newDebts() debts { return debts{m: map[debtID]debt{}} }
@@ -59,12 +59,12 @@ func (d *debts) add(key string, l client.Limit, req algo.Request, now time.Time)
 	old, ok := d.m[id]
 	switch {
 	case !ok && len(d.m) >= maxDebts:
-		d.unmet.Add(req.Cost)
+		d.dropped.Add(req.Cost)
 		return
 	case ok && old.index == next.index:
 		next.units += old.units
 	case ok: // a window ended: its units can no longer be counted
-		d.unmet.Add(old.units)
+		d.dropped.Add(old.units)
 	}
 	d.m[id] = next
 	d.n.Store(int64(len(d.m)))
@@ -85,7 +85,7 @@ func (r *Region) settle() {
 	d.m = map[debtID]debt{}
 	d.n.Store(0)
 	d.mu.Unlock()
-	var counted, unmet int64
+	counted, unmet := int64(0), d.dropped.Swap(0)
 	for id, dt := range m {
 		now := time.Now()
 		if dt.window > 0 && now.UnixMicro()/dt.window != dt.index {
@@ -100,8 +100,6 @@ func (r *Region) settle() {
 		counted += int64(s.Granted)
 		unmet += dt.units - int64(s.Granted)
 	}
-	d.counted.Add(counted)
-	d.unmet.Add(unmet)
 	if counted+unmet > 0 {
 		r.opts.Logger.Info("region: the home counted what this region admitted while it did not answer",
 			"counted", counted, "not counted", unmet)
@@ -115,18 +113,11 @@ func (r *Region) keep(id debtID, dt debt) {
 	defer d.mu.Unlock()
 	if cur, ok := d.m[id]; ok {
 		if cur.index != dt.index { // a newer window's: dt's can no longer be counted
-			d.unmet.Add(dt.units)
+			d.dropped.Add(dt.units)
 			return
 		}
 		dt.units += cur.units
 	}
 	d.m[id] = dt
 	d.n.Store(int64(len(d.m)))
-}
-
-// Reconciled is how many units the region's fallback admitted that the home counted
-// after the heal, and how many it could not: their window had ended, the home had no
-// room left for them, or too many keys waited.
-func (r *Region) Reconciled() (counted, unmet int64) {
-	return r.debts.counted.Load(), r.debts.unmet.Load()
 }
