@@ -56,12 +56,13 @@ func newClient(t testing.TB, addr string) *redis.Client {
 	return rdb
 }
 
-// call is one limiter call's outcome: when its reply came, whether it was allowed,
-// and how long it took.
+// call is one limiter call's outcome: when it was sent, when its reply came, whether
+// it was allowed, and its reset_after.
 type call struct {
-	at      time.Time
-	allowed bool
-	took    time.Duration
+	sent, at time.Time
+	allowed  bool
+	took     time.Duration
+	reset    time.Duration
 }
 
 // do makes one limiter call and records it.
@@ -71,9 +72,9 @@ func do(t testing.TB, rdb *redis.Client, args []any) call {
 	end := time.Now()
 	if err != nil || len(v) != 5 {
 		t.Errorf("%v: %v %v", args, v, err)
-		return call{at: end}
+		return call{sent: start, at: end}
 	}
-	return call{at: end, allowed: v[0] == 1, took: end.Sub(start)}
+	return call{sent: start, at: end, allowed: v[0] == 1, took: end.Sub(start), reset: time.Duration(v[4]) * time.Millisecond}
 }
 
 // load makes calls of args on rdb from n goroutines, each pace apart, until stop
@@ -105,14 +106,20 @@ func load(t testing.TB, rdb *redis.Client, args []any, n int, pace time.Duration
 	}
 }
 
-// window counts of one side's calls: allowed and denied per window index (the
-// reply's time / the window).
+// window counts of one side's calls: allowed and denied per window index (time /
+// the window).
 type window struct{ allowed, denied int }
 
+// perWindow counts Fixed calls of window w in the windows they were decided in: the
+// one ending at the call's time plus its reset_after. The call was decided between
+// its send and its reply, so the end is the multiple of w nearest the middle plus
+// reset_after (the reply's time alone would put a call decided at a window's end and
+// answered late, on a loaded machine, in the next).
 func perWindow(calls []call, w time.Duration) map[int64]window {
 	m := map[int64]window{}
 	for _, c := range calls {
-		i := c.at.UnixMicro() / w.Microseconds()
+		mid := c.sent.Add(c.at.Sub(c.sent) / 2)
+		i := (mid.Add(c.reset).UnixMicro()+w.Microseconds()/2)/w.Microseconds() - 1
 		x := m[i]
 		if c.allowed {
 			x.allowed++

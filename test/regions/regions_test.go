@@ -40,10 +40,10 @@ func TestRegionLatency(t *testing.T) {
 	lp, sp, rp := pct(local, 99), pct(store, 99), pct(remote, 50)
 	t.Logf("p99 of 2000 calls on the region: %v, of its store's calls in turn with them %v (of the 2000 before them, from the key's first call: %v); the median call at the home through the link: %v",
 		lp, sp, pct(warm, 99), rp)
-	// Under 1 ms, or on a machine too loaded for that, no slower than the region's
-	// own store: either way nothing waits on the link.
-	if lp >= time.Millisecond && lp > sp*3/2 {
-		t.Errorf("region p99 %v, want < 1 ms or within 1.5x its store's p99 %v", lp, sp)
+	// Under 1 ms; on a machine so loaded that the store's own p99 passes half of that,
+	// under a tenth of the link's round trip: no call of the slowest 1% waited on it.
+	if lp >= time.Millisecond && (sp < time.Millisecond/2 || lp >= linkRTT/10) {
+		t.Errorf("region p99 %v (its store's %v), want < 1 ms, or < %v when the store's passes 0.5 ms", lp, sp, linkRTT/10)
 	}
 	if rp <= linkRTT {
 		t.Errorf("the median call at the home through the link took %v, want > %v: the proxy adds no round trip", rp, linkRTT)
