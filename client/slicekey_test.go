@@ -107,20 +107,28 @@ func TestSliceKeyGiveBack(t *testing.T) {
 	}
 }
 
-// TestSlicerIdleAndClose runs a Slicer on the embedded store on a frozen clock: a
-// key idle for Idle gives back what it holds, Close gives back the rest, and then
-// the store has counted exactly the units admitted.
-func TestSlicerIdleAndClose(t *testing.T) {
-	var now atomic.Int64
+// frozenSlicer is a Slicer on an embedded Client whose clock stands at t0 until the
+// test moves now (unix µs); the Slicer's sweeper never ticks.
+func frozenSlicer(t *testing.T) (*Client, *Slicer, *atomic.Int64) {
+	t.Helper()
+	now := new(atomic.Int64)
 	now.Store(t0.UnixMicro())
 	c, err := NewEmbedded(EmbeddedOptions{Clock: func() time.Time { return time.UnixMicro(now.Load()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.NewSlicer(SliceOptions{Idle: 10 * time.Minute}) // the sweeper's ticks never come
+	s, err := c.NewSlicer(SliceOptions{Idle: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, s, now
+}
+
+// TestSlicerIdleAndClose runs a Slicer on the embedded store on a frozen clock: a
+// key idle for Idle gives back what it holds, Close gives back the rest, and then
+// the store has counted exactly the units admitted.
+func TestSlicerIdleAndClose(t *testing.T) {
+	c, s, now := frozenSlicer(t)
 	ctx, l, year := context.Background(), Fixed(1000, time.Hour), 365*24*time.Hour
 	for range 50 {
 		if res, err := s.Allow(ctx, "idle", l); err != nil || !res.Allowed {

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,16 +12,7 @@ import (
 // Expired (the under-admission); the families add up to Stats, and Close leaves
 // nothing held.
 func TestSlicerFamilyStats(t *testing.T) {
-	var now atomic.Int64
-	now.Store(t0.UnixMicro())
-	c, err := NewEmbedded(EmbeddedOptions{Clock: func() time.Time { return time.UnixMicro(now.Load()) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.NewSlicer(SliceOptions{Idle: 10 * time.Minute}) // the sweeper's ticks never come
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, now := frozenSlicer(t)
 	ctx, l := context.Background(), Fixed(1000, time.Hour)
 	admitted := map[string]int64{}
 	for key, calls := range map[string]int{"tenant:a": 30, "tenant:b": 7, "ws:1": 20, ":odd": 5, "a b:c": 4} {

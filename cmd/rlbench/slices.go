@@ -62,7 +62,7 @@ func runSlicesBench(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("rlbench slices", flag.ContinueOnError)
 	bin := fs.String("rlserver-bin", "", "rlserver `binary`; empty: go build ./cmd/rlserver")
 	children := fs.Int("children", 8, "client processes")
-	goroutines := fs.Int("goroutines", 4, "goroutines per client process")
+	goroutines := fs.Int("goroutines", 64, "goroutines per client process")
 	load := fs.Duration("time", 3*time.Second, "first phase: load time per mode")
 	window := fs.Duration("window", time.Second, "second phase: the Fixed window")
 	windows := fs.Int("windows", 5, "second phase: whole windows per mode")
