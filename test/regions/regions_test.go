@@ -85,9 +85,12 @@ func TestRegionGlobalLimit(t *testing.T) {
 // TestRegionPartition: a 4 s partition under load, for each fallback. Every window
 // keeps the fallback's bound (share: limit + limit/2; closed: limit; open: the home's
 // side within the limit), a window wholly inside the partition is decided as
-// configured (share: exactly the share; open: nothing denied; closed: nothing
-// admitted), and two seconds after the heal the limit holds again with the region
-// admitting from the home.
+// configured (share: at most the share, and exactly it in one window at least; open:
+// nothing denied, and more than the limit admitted in one window at least; closed:
+// nothing admitted), and two seconds after the heal the limit holds again with the
+// region admitting from the home. "At least one window": on a loaded machine the
+// load's two goroutines may stall for part of a window, offering fewer calls than the
+// share or the limit.
 func TestRegionPartition(t *testing.T) {
 	for _, mode := range []string{region.FallbackShare, region.FallbackOpen, region.FallbackClosed} {
 		t.Run(mode, func(t *testing.T) { testPartition(t, mode) })
@@ -111,6 +114,7 @@ func testPartition(t *testing.T, mode string) {
 	close(stop)
 	rw, hw := perWindow(rcalls(), time.Second), perWindow(hcalls(), time.Second)
 	bound := map[string]int{region.FallbackShare: fixedLimit + share, region.FallbackClosed: fixedLimit, region.FallbackOpen: 1 << 30}[mode]
+	most := 0 // the most the region admitted in a window inside the partition
 	for _, i := range union(rw, hw) {
 		start := time.UnixMicro(i * 1e6)
 		r, h := rw[i], hw[i]
@@ -121,16 +125,25 @@ func testPartition(t *testing.T, mode string) {
 		// Inside: after the first slice asked timed out (region.Timeout), before the heal.
 		inside := !start.Before(cut.Add(region.Timeout+100*time.Millisecond)) && !start.Add(time.Second).After(healed)
 		after := !start.Before(healed.Add(2*time.Second)) && !start.Add(time.Second).After(stopped)
+		if inside {
+			most = max(most, r.allowed)
+		}
 		switch {
-		case inside && mode == region.FallbackShare && r.allowed != share:
-			t.Errorf("window %d inside the partition: region admitted %d, want the share %d", i, r.allowed, share)
-		case inside && mode == region.FallbackOpen && (r.denied != 0 || r.allowed <= fixedLimit):
-			t.Errorf("window %d inside the partition: region admitted %d, denied %d, want all (more than the limit)", i, r.allowed, r.denied)
+		case inside && mode == region.FallbackShare && r.allowed > share:
+			t.Errorf("window %d inside the partition: region admitted %d, want at most the share %d", i, r.allowed, share)
+		case inside && mode == region.FallbackOpen && r.denied != 0:
+			t.Errorf("window %d inside the partition: region admitted %d, denied %d, want all", i, r.allowed, r.denied)
 		case inside && mode == region.FallbackClosed && r.allowed != 0:
 			t.Errorf("window %d inside the partition: region admitted %d, want 0", i, r.allowed)
 		case after && (r.allowed+h.allowed > fixedLimit || r.allowed == 0):
 			t.Errorf("window %d after the heal: region %d + home %d admitted, want the region admitting and at most %d", i, r.allowed, h.allowed, fixedLimit)
 		}
+	}
+	switch {
+	case mode == region.FallbackShare && most != share:
+		t.Errorf("inside the partition the region admitted at most %d in a window, want the share %d in one at least", most, share)
+	case mode == region.FallbackOpen && most <= fixedLimit:
+		t.Errorf("inside the partition the region admitted at most %d in a window, want more than the limit %d in one at least", most, fixedLimit)
 	}
 }
 
