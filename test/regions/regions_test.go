@@ -82,7 +82,7 @@ func TestRegionGlobalLimit(t *testing.T) {
 	}
 }
 
-// TestRegionPartition: a 4 s partition under load, for each fallback. Every window
+// TestRegionPartition: a 10 s partition under load, for each fallback. Every window
 // keeps the fallback's bound (share: limit + limit/2; closed: limit; open: the home's
 // side within the limit), a window wholly inside the partition is decided as
 // configured (share: at most the share, and exactly it in one window at least; open:
@@ -106,7 +106,7 @@ func testPartition(t *testing.T, mode string) {
 	time.Sleep(time.Second)
 	cut := time.Now()
 	px.partition()
-	time.Sleep(4 * time.Second)
+	time.Sleep(10 * time.Second)
 	healed := time.Now()
 	px.heal()
 	time.Sleep(3 * time.Second)
