@@ -6,7 +6,7 @@
 // unit is spent at the home before a region admits it.
 //
 // When the home does not answer, a region spends what it holds, then decides by its
-// Fallback: Fallbackshare (each region at 1/Regions of every limit), open or closed. What a
+// Fallback: FallbackShare (each region at 1/Regions of every limit), open or closed. What a
 // share or open region admitted meanwhile is counted at the home after the heal, as
 // far as the home still has room for it in the same window (reconcile.go).
 //
