@@ -67,17 +67,7 @@ func (r *otlpReceiver) child(parent []byte) *tracepb.Span {
 // of descriptors and the overall code, and without the descriptors' values.
 func TestTracing(t *testing.T) {
 	defer func(old func(string) string) { getenv = old }(getenv)
-	recv := &otlpReceiver{}
-	gs := grpc.NewServer()
-	coltracepb.RegisterTraceServiceServer(gs, recv)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go gs.Serve(ln)
-	t.Cleanup(gs.Stop) // after runUntilEnd's: the server flushes its spans as it stops
-	// The SDK reads its own OTEL_* variables from the process.
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	recv := startReceiver(t)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 
 	dir := t.TempDir()
@@ -188,7 +178,9 @@ func TestTracingBadConfig(t *testing.T) {
 	}
 }
 
-// startReceiver serves an otlpReceiver on loopback, the SDK's endpoint for the test.
+// startReceiver serves an otlpReceiver on loopback, the SDK's endpoint for the test
+// (the SDK reads its OTEL_* variables from the process). It stops after the cleanups
+// registered later, runUntilEnd's among them: a server flushes its spans as it stops.
 func startReceiver(t *testing.T) *otlpReceiver {
 	recv := &otlpReceiver{}
 	gs := grpc.NewServer()
