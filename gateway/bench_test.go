@@ -86,22 +86,26 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.Run(strconv.Itoa(k)+"desc", func(b *testing.B) {
-			var next atomic.Int64
-			b.SetParallelism(16) // 32 streams on 2 CPUs
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := ctxT(b)
-				for pb.Next() {
-					if _, err := f.client.ShouldRateLimit(ctx, reqs[next.Add(1)%int64(len(reqs))]); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
+		b.Run(strconv.Itoa(k)+"desc", func(b *testing.B) { benchCalls(b, f, reqs) })
 	}
+}
+
+// benchCalls makes f's client call ShouldRateLimit with reqs in turn, b.N times over
+// 32 streams (16 goroutines a CPU of 2).
+func benchCalls(b *testing.B, f *front, reqs []*pb.RateLimitRequest) {
+	var next atomic.Int64
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := ctxT(b)
+		for pb.Next() {
+			if _, err := f.client.ShouldRateLimit(ctx, reqs[next.Add(1)%int64(len(reqs))]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkCheck is /check's handler alone, as nginx's subrequest asks it: one
@@ -157,19 +161,7 @@ func BenchmarkTracing(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			e, _ := newEngine(b, benchPolicy)
 			f := startFront(b, Config{Decider: e, TracerProvider: bc.tp, TraceSampling: 0.01})
-			var next atomic.Int64
-			b.SetParallelism(16)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := ctxT(b)
-				for pb.Next() {
-					if _, err := f.client.ShouldRateLimit(ctx, reqs[next.Add(1)%int64(len(reqs))]); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			benchCalls(b, f, reqs)
 		})
 	}
 }
