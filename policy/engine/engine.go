@@ -22,6 +22,7 @@ import (
 // Engine decides requests against the policy in force, on a store.
 type Engine struct {
 	st     *store.Store
+	up     Upstream // nil: every rule on st (upstream.go)
 	loaded atomic.Pointer[loaded]
 
 	mu      sync.Mutex // guards stats' map; each ruleStats counts atomically
@@ -83,8 +84,9 @@ type planned struct {
 // envoyproxy/ratelimit does (see docs/policies.md): each descriptor is matched to a
 // rule, replaced rules dropped, and each remaining one charged on its own; a domain
 // with all_or_nothing charges them all or none. A request Decide refuses to decide
-// (policy.ErrInvalidRequest) spends nothing; a store error (memory) after some descriptors
-// were charged leaves them charged, as a Redis error does theirs.
+// (policy.ErrInvalidRequest) spends nothing; a store error (memory), or an Upstream's
+// (SetUpstream), after some descriptors were charged leaves them charged, as a Redis
+// error does theirs.
 func (e *Engine) Decide(req policy.Request, now int64) (policy.Response, error) {
 	if err := req.Check(); err != nil {
 		return policy.Response{}, err
@@ -221,7 +223,7 @@ func (e *Engine) decideEach(plan []planned, keys []byte, now int64) error {
 		if pl.r == nil {
 			continue
 		}
-		d, err := e.st.Do(keys[pl.from:pl.to], pl.req, now)
+		d, err := e.do(keys[pl.from:pl.to], &pl.req, now)
 		if err != nil {
 			return err
 		}
@@ -231,7 +233,7 @@ func (e *Engine) decideEach(plan []planned, keys []byte, now int64) error {
 }
 
 // decideAll charges every enforcing descriptor or none, by store.DoAll, RL.ALL's
-// atomic path; then the shadow and quota ones, which never refuse a request, are
+// atomic path, or the Upstream's DecideAll; then the shadow and quota ones, which never refuse a request, are
 // charged if the others were and only looked at (PEEK) if not.
 func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 	var rules [algo.MaxRules]algo.Rule
@@ -247,7 +249,7 @@ func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 	all := true
 	if n > 0 {
 		var err error
-		all, err = e.st.DoAll(rules[:n], ds[:n], now)
+		all, err = e.doAll(rules[:n], ds[:n], now)
 		if errors.Is(err, store.ErrSameKey) {
 			return fmt.Errorf("%w: two descriptors of an all_or_nothing domain name one state", policy.ErrInvalidRequest)
 		}
@@ -262,7 +264,7 @@ func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 		if pl := &plan[i]; pl.r != nil && (pl.r.Shadow || pl.r.Quota) {
 			r := pl.req
 			r.Peek = !all
-			d, err := e.st.Do(keys[pl.from:pl.to], r, now)
+			d, err := e.do(keys[pl.from:pl.to], &r, now)
 			if err != nil {
 				return err
 			}
