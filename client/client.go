@@ -329,6 +329,12 @@ func (c *Client) Peek(ctx context.Context, key string, l Limit) (Result, error) 
 	return c.call(ctx, key, l, 1, true)
 }
 
+// PeekN decides a request of cost n on key under l as AllowN would, but consumes
+// nothing and creates no state.
+func (c *Client) PeekN(ctx context.Context, key string, l Limit, n int) (Result, error) {
+	return c.call(ctx, key, l, n, true)
+}
+
 // Reset removes key's state, whatever its algorithm: the next call finds it fresh.
 // With a Fallback, the local state goes too.
 func (c *Client) Reset(ctx context.Context, key string) error {

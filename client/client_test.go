@@ -134,6 +134,10 @@ func peek(key string, l client.Limit, want client.Result) op {
 	return op{call: "peek", key: key, limit: l, want: want}
 }
 
+func peekN(key string, l client.Limit, n int, want client.Result) op {
+	return op{call: "peekN", key: key, limit: l, n: n, want: want}
+}
+
 func (o op) later(d time.Duration) op { o.after = d; return o }
 
 // run makes the call on c.
@@ -143,6 +147,8 @@ func (o op) run(ctx context.Context, c *client.Client) (client.Result, error) {
 		return c.AllowN(ctx, o.key, o.limit, o.n)
 	case "peek":
 		return c.Peek(ctx, o.key, o.limit)
+	case "peekN":
+		return c.PeekN(ctx, o.key, o.limit, o.n)
 	}
 	return client.Result{}, c.Reset(ctx, o.key)
 }
@@ -179,6 +185,8 @@ var scenarios = []struct {
 		l := client.Fixed(3, time.Minute) // the window ends 45 s after t0
 		return []op{
 			allow("f", l, 1, client.Result{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 45 * sec}),
+			peekN("f", l, 3, client.Result{Limit: 3, Remaining: 2, RetryAfter: 45 * sec, ResetAfter: 45 * sec}),
+			peekN("f", l, 2, client.Result{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 45 * sec}),
 			allow("f", l, 2, client.Result{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 45 * sec}),
 			allow("f", l, 1, client.Result{Limit: 3, RetryAfter: 45 * sec, ResetAfter: 45 * sec}),
 			allow("f", l, 1, client.Result{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: time.Minute}).later(45 * sec),
