@@ -40,6 +40,8 @@ type debts struct {
 
 	settling atomic.Bool
 	dropped  atomic.Int64 // units add dropped since the last settle: a window ended, too many keys
+
+	counted, unmet atomic.Int64 // units settled since the start: counted at the home, or not (INFO)
 }
 
 func newDebts() debts { return debts{m: map[debtID]debt{}} }
@@ -100,10 +102,22 @@ func (r *Region) settle() {
 		counted += int64(s.Granted)
 		unmet += dt.units - int64(s.Granted)
 	}
+	d.counted.Add(counted)
+	d.unmet.Add(unmet)
 	if counted+unmet > 0 {
 		r.opts.Logger.Info("region: the home counted what this region admitted while it did not answer",
 			"counted", counted, "not counted", unmet)
 	}
+}
+
+// owed is the keys and units that wait to be counted at the home.
+func (d *debts) owed() (keys, units int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, dt := range d.m {
+		units += dt.units
+	}
+	return int64(len(d.m)), units
 }
 
 // keep puts back a debt the home could not take, added to what came since.

@@ -85,6 +85,7 @@ type Region struct {
 	c      *client.Client
 	slicer *client.Slicer
 	debts  debts // reconcile.go
+	link   link  // stats.go
 }
 
 // Open checks that the home at o.URL is an rlserver that lets this region take
@@ -173,10 +174,17 @@ func (r *Region) Param(name string) string {
 	return ""
 }
 
-// Decide decides req on key from the home's quota (resp.Upstream) when the region
-// takes it: a key under Prefix, called with RL.FIXED, RL.SLIDE, RL.TOKEN or RL.GCRA.
-// A spend is the Slicer's, decided in-process; PEEK (of cost 1) and REFUND go to the
-// home, a round trip each. Other calls are left to the store.
+// Takes reports whether the region decides req on key (engine.Upstream): a key under
+// Prefix, called with RL.FIXED, RL.SLIDE, RL.TOKEN or RL.GCRA.
+func (r *Region) Takes(key []byte, req algo.Request) bool {
+	_, ok := limitOf(req)
+	return ok && strings.HasPrefix(string(key), r.opts.Prefix)
+}
+
+// Decide decides req on key from the home's quota (resp.Upstream, engine.Upstream)
+// when the region Takes it. A spend is the Slicer's, decided in-process; PEEK, a
+// cost of 0 and REFUND go to the home, a round trip each. A refused call spends
+// nothing, whatever req.Spend says. Other calls are left to the store.
 func (r *Region) Decide(key []byte, req algo.Request) (algo.Decision, bool, error) {
 	l, ok := limitOf(req)
 	if !ok || !strings.HasPrefix(string(key), r.opts.Prefix) {
@@ -186,29 +194,91 @@ func (r *Region) Decide(key []byte, req algo.Request) (algo.Decision, bool, erro
 	var res client.Result
 	var err error
 	switch {
-	case req.Peek && req.Cost != 1:
-		return algo.Decision{}, true, errors.New("a region answers PEEK at cost 1 only: its home decides it")
 	case req.Peek:
-		res, err = r.c.Peek(ctx, string(key), l)
+		res, err = r.c.PeekN(ctx, string(key), l, int(req.Cost))
 	case req.Refund > 0:
 		res, err = r.c.Refund(ctx, string(key), l, int(req.Refund))
 	default:
 		res, err = r.slicer.AllowN(ctx, string(key), l, int(req.Cost))
 	}
-	switch {
-	case errors.Is(err, client.ErrWrongType):
-		return algo.Decision{}, true, store.ErrWrongType
-	case err != nil:
-		return algo.Decision{}, true, fmt.Errorf("quota upstream: %w", err)
-	case res.Degraded:
+	if err != nil {
+		return algo.Decision{}, true, upstreamError(err)
+	}
+	if res.Degraded {
 		res = r.fallback(res)
 		if res.Allowed && !req.Peek {
 			r.debts.add(string(key), l, req, time.Now())
 		}
+	}
+	r.settleIfOwed(res.Degraded)
+	return decisionOf(res), true, nil
+}
+
+// DecideAll decides rules, each of which the region Takes on distinct keys, all or
+// nothing (engine.Upstream): by the Slicer's AllowAll, in-process from what the
+// region holds of each key. A rule of cost 0, which AllowAll cannot ask, changes
+// nothing: it is looked at by Decide, a round trip, after the others.
+func (r *Region) DecideAll(rules []algo.Rule, ds []algo.Decision) (bool, error) {
+	crs := make([]client.Rule, 0, len(rules))
+	idx := make([]int, 0, len(rules))
+	for i, ru := range rules {
+		if ru.Req.Cost > 0 {
+			l, _ := limitOf(ru.Req)
+			crs, idx = append(crs, client.Rule{Key: string(ru.Key), Limit: l, Cost: int(ru.Req.Cost)}), append(idx, i)
+		}
+	}
+	all, err := r.slicer.AllowAll(context.Background(), crs...)
+	if err != nil {
+		return false, upstreamError(err)
+	}
+	allowed := true
+	for j, res := range all.Results {
+		if res.Degraded {
+			all.Results[j] = r.fallback(res)
+		}
+		allowed = allowed && all.Results[j].Allowed
+	}
+	now := time.Now()
+	for j, res := range all.Results {
+		// Owed to the home: the units admitted without being spent there, the
+		// fallback's, and, when the fallback (open) admits what the Slicer refused,
+		// those the Slicer had taken from slices and put back.
+		if allowed && (res.Degraded || !all.Allowed) {
+			r.debts.add(crs[j].Key, crs[j].Limit, rules[idx[j]].Req, now)
+		}
+		ds[idx[j]] = decisionOf(res)
+	}
+	for i, ru := range rules {
+		if ru.Req.Cost == 0 {
+			d, _, err := r.Decide(ru.Key, ru.Req)
+			if err != nil {
+				return false, err
+			}
+			ds[i] = d
+		}
+	}
+	r.settleIfOwed(all.Degraded)
+	return allowed, nil
+}
+
+// upstreamError is the reply's error of a call the client failed.
+func upstreamError(err error) error {
+	if errors.Is(err, client.ErrWrongType) {
+		return store.ErrWrongType
+	}
+	return fmt.Errorf("quota upstream: %w", err)
+}
+
+// settleIfOwed starts a settle of the debts after a call the home answered (not
+// degraded), if any are owed and none runs; after one it did not, it notes the
+// fallback for INFO.
+func (r *Region) settleIfOwed(degraded bool) {
+	switch {
+	case degraded:
+		r.link.fellBack(time.Now())
 	case r.debts.pending() && !r.debts.settling.Load():
 		go r.settle()
 	}
-	return decisionOf(res), true, nil
 }
 
 // fallback is the decision of the region's Fallback while the home does not answer:

@@ -358,6 +358,10 @@ func run(ctx context.Context, opts options, logger *slog.Logger) (err error) {
 	if up != nil {
 		defer func() { err = errors.Join(err, up.Close()) }() // after every front has returned
 		opts.cfg.Upstream = up
+		c.Registry().MustRegister(up.Collector())
+		if eng != nil {
+			eng.SetUpstream(up) // its policies decided from the home's slices, as RL.* calls are
+		}
 	}
 	srv, err := resp.NewFront(c, opts.cfg)
 	if err != nil {
