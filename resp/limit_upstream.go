@@ -1,18 +1,21 @@
 package resp
 
-import "github.com/rlserver/rlserver/algo"
+import (
+	"github.com/rlserver/rlserver/algo"
+	"github.com/rlserver/rlserver/policy/engine"
+)
 
 // Upstream decides limiter calls from quota taken of another rlserver, the home of a
 // region (-quota-upstream, package region), instead of the store. resp knows it only
 // by this interface: the client it takes the quota through is not resp's concern.
 type Upstream interface {
-	// Decide decides req on key and answers taken true, or answers taken false to
-	// leave the call to the store (a key or a kind it does not take). An error is
-	// answered as ErrorReply answers it. It may wait for the home, within its own
-	// budget: only the calling connection waits.
-	Decide(key []byte, req algo.Request) (d algo.Decision, taken bool, err error)
+	// Decide's error is answered as ErrorReply answers it; only the calling
+	// connection waits for the home.
+	engine.Decider
 	// Param is the value of one of its quota-upstream* parameters, for CONFIG GET.
 	Param(name string) string
+	// Info is INFO region's fields, each a name and its value.
+	Info() [][2]string
 }
 
 // decideLimit decides a limiter call: by Config.Upstream when it takes the call, else
@@ -30,6 +33,14 @@ func (s *Server) decideLimit(c *client, key []byte, req algo.Request, now int64)
 		return d, false
 	}
 	return d, true
+}
+
+// upstreamInfo is INFO region: Upstream's fields, none without one.
+func (s *Server) upstreamInfo() [][2]string {
+	if s.cfg.Upstream == nil {
+		return nil
+	}
+	return s.cfg.Upstream.Info()
 }
 
 // upstreamParam is CONFIG GET's getter of Upstream's parameter name: empty without

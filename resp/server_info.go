@@ -14,11 +14,12 @@ import (
 	"github.com/rlserver/rlserver/store"
 )
 
-// infoSections are INFO's sections, in Redis's order, then rlserver's own (slices);
+// infoSections are INFO's sections, in Redis's order, then rlserver's own (slices,
+// region);
 // the default ones are those INFO without arguments shows (all but commandstats and
 // latencystats, as in Redis).
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication",
-	"cpu", "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace", "slices"}
+	"cpu", "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace", "slices", "region"}
 
 // notDefault are the sections only "all", "everything" or their name show.
 var notDefault = map[string]bool{"commandstats": true, "latencystats": true}
@@ -26,7 +27,7 @@ var notDefault = map[string]bool{"commandstats": true, "latencystats": true}
 // onlyFilled are the sections shown, unless named, only when they have lines: as a
 // Redis module's section appears only once the module is loaded, so that INFO
 // matches Redis's where nothing of ours was used.
-var onlyFilled = map[string]bool{"slices": true}
+var onlyFilled = map[string]bool{"slices": true, "region": true}
 
 // cmdInfo serves INFO [section ...]: the named sections ("default" the default ones,
 // "all" and "everything" all of them), as one bulk string in Redis's "key:value" format.
@@ -161,6 +162,8 @@ func (s *Server) infoSection(name string, now int64) [][2]string {
 		return [][2]string{{"cluster_enabled", boolDigit(s.cfg.Cluster != nil)}}
 	case "slices":
 		return s.slices.info()
+	case "region":
+		return s.upstreamInfo()
 	case "keyspace":
 		// Every key expires on its own when its state is fresh again, so keys = expires.
 		if n := s.store.Len(now); n > 0 {

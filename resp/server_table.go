@@ -152,7 +152,7 @@ var serverCommands = []*command{
 	},
 	{
 		name: "info", arity: -1, flags: []string{"loading", "stale"},
-		summary: "Describe the server: server, clients, memory, stats (allowed and limited per command), keyspace, slices.",
+		summary: "Describe the server: server, clients, memory, stats (allowed and limited per command), keyspace, slices, region.",
 		group:   groupServer, complexity: "O(1)",
 		doc: "Sections and fields are Redis's where Redis has them. `# Slices` is rlserver's: RL.SLICE by key " +
 			"family, the key up to its first `:` (`api:alice` is `api`; a family of other than letters, digits, " +
@@ -164,7 +164,15 @@ var serverCommands = []*command{
 			"any other refund, and counts the units asked, before the algorithm caps them at a fresh key. What " +
 			"clients hold, use or let expire unused only they know: the Go client exports it " +
 			"(docs/go-client.md). The section is shown when named, and by the others only once it has a " +
-			"line, as a Redis module's; CONFIG RESETSTAT zeroes it (the same counts on /metrics never go back).",
+			"line, as a Redis module's; CONFIG RESETSTAT zeroes it (the same counts on /metrics never go back). " +
+			"`# Region` is a region's (-quota-upstream), counts since the start: `region_home`, `region_prefix`, " +
+			"`region_fallback` and `region_regions` (its options), `region_home_reachable` (0 while calls fell back " +
+			"in the last 2 s), `region_fallback_decisions` (calls its fallback decided), `region_debt_keys` and " +
+			"`region_debt_units` (what the fallback admitted that waits to be counted at the home), " +
+			"`region_reconciled_units:counted=…,not_counted=…` (what the settles after heals counted there or could " +
+			"not), and per key family `regionstat_api:asked=…,taken=…,used=…,given_back=…,expired=…,slices=…,held=…`: " +
+			"slices asked of the home, the units they granted, used, gave back and let expire, and the slices and " +
+			"units held now. It is shown on a region only.",
 		args: []arg{{name: "section", typ: "string", optional: true, multiple: true}},
 		run:  cmdInfo,
 	},
