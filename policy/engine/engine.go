@@ -78,6 +78,7 @@ type planned struct {
 	hits      uint64
 	refund    bool // Negative: the hits are given back
 	d         algo.Decision
+	upstream  bool // d is the Upstream's, its times of its own making (resetAfter)
 }
 
 // Decide decides req at now (µs since the epoch, the server's clock) as
@@ -223,18 +224,19 @@ func (e *Engine) decideEach(plan []planned, keys []byte, now int64) error {
 		if pl.r == nil {
 			continue
 		}
-		d, err := e.do(keys[pl.from:pl.to], &pl.req, now)
+		d, up, err := e.do(keys[pl.from:pl.to], &pl.req, now)
 		if err != nil {
 			return err
 		}
-		pl.d = d
+		pl.d, pl.upstream = d, up
 	}
 	return nil
 }
 
 // decideAll charges every enforcing descriptor or none, by store.DoAll, RL.ALL's
-// atomic path, or the Upstream's DecideAll; then the shadow and quota ones, which never refuse a request, are
-// charged if the others were and only looked at (PEEK) if not.
+// atomic path, or the Upstream's DecideAll; then the shadow and quota ones, which
+// never refuse a request, are charged if the others were and only looked at (PEEK)
+// if not.
 func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 	var rules [algo.MaxRules]algo.Rule
 	var ds [algo.MaxRules]algo.Decision
@@ -248,8 +250,9 @@ func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 	}
 	all := true
 	if n > 0 {
+		var up bool
 		var err error
-		all, err = e.doAll(rules[:n], ds[:n], now)
+		all, up, err = e.doAll(rules[:n], ds[:n], now)
 		if errors.Is(err, store.ErrSameKey) {
 			return fmt.Errorf("%w: two descriptors of an all_or_nothing domain name one state", policy.ErrInvalidRequest)
 		}
@@ -257,18 +260,18 @@ func (e *Engine) decideAll(plan []planned, keys []byte, now int64) error {
 			return err
 		}
 		for j := 0; j < n; j++ {
-			plan[idx[j]].d = ds[j]
+			plan[idx[j]].d, plan[idx[j]].upstream = ds[j], up
 		}
 	}
 	for i := range plan {
 		if pl := &plan[i]; pl.r != nil && (pl.r.Shadow || pl.r.Quota) {
 			r := pl.req
 			r.Peek = !all
-			d, err := e.do(keys[pl.from:pl.to], &r, now)
+			d, up, err := e.do(keys[pl.from:pl.to], &r, now)
 			if err != nil {
 				return err
 			}
-			pl.d = d
+			pl.d, pl.upstream = d, up
 		}
 	}
 	return nil
@@ -287,7 +290,7 @@ func (e *Engine) status(l *loaded, pl *planned, entries []policy.Entry, now int6
 	if pl.refund {
 		// A refund is never refused, and counts in no hit counter.
 		return policy.Status{Code: policy.CodeOK, Limit: r.Limit(), Remaining: uint32(min(max(d.Remaining, 0), int64(r.Requests))),
-			ResetAfter: resetAfter(r, d, now)}
+			ResetAfter: resetAfter(r, d, now, pl.upstream)}
 	}
 	limit := uint64(r.Requests)
 	var before, after uint64
@@ -321,7 +324,7 @@ func (e *Engine) status(l *loaded, pl *planned, entries []policy.Entry, now int6
 	if over {
 		s.Remaining = 0
 	}
-	s.ResetAfter = resetAfter(r, d, now)
+	s.ResetAfter = resetAfter(r, d, now, pl.upstream)
 	e.count(l, r, entries, over, before, after, hits, now)
 	switch {
 	case !over || r.Shadow:
@@ -340,13 +343,20 @@ func (e *Engine) status(l *loaded, pl *planned, entries []policy.Entry, now int6
 // resetAfter is duration_until_reset: for a fixed window envoyproxy/ratelimit's
 // CalculateReset, the window's length in whole seconds less the seconds into it
 // (whole-second windows, any decision); for the other algorithms the time until the
-// key is fresh.
-func resetAfter(r *config.Rule, d algo.Decision, now int64) time.Duration {
-	if r.Request.Kind != algo.KindFixed {
-		return time.Duration(algo.Millis(d.ResetAfter)) * time.Millisecond
-	}
+// key is fresh. An Upstream's decision (upstream) may be made in a later window than
+// now's, a call waiting for a slice past a window's end: its fixed window's reset is
+// the decision's own, in whole seconds rounded up for a whole-second window.
+func resetAfter(r *config.Rule, d algo.Decision, now int64, upstream bool) time.Duration {
+	own := time.Duration(algo.Millis(d.ResetAfter)) * time.Millisecond
 	w := r.Window.Microseconds()
-	if w%1e6 == 0 {
+	switch {
+	case r.Request.Kind != algo.KindFixed:
+		return own
+	case upstream && w%1e6 == 0:
+		return (own + time.Second - 1).Truncate(time.Second)
+	case upstream:
+		return own
+	case w%1e6 == 0:
 		sec := w / 1e6
 		return time.Duration(sec-(now/1e6)%sec) * time.Second
 	}

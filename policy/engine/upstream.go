@@ -48,24 +48,26 @@ type Upstream interface {
 // of its enforcing rules and not others.
 func (e *Engine) SetUpstream(up Upstream) { e.up = up }
 
-// do decides req on key: by the Upstream when it takes it, else by the store. A
-// decision of the Upstream clears req.Spend, which status reads: it spent nothing
-// on a refusal.
-func (e *Engine) do(key []byte, req *algo.Request, now int64) (algo.Decision, error) {
+// do decides req on key: by the Upstream when it takes it (upstream true), else by
+// the store. A decision of the Upstream clears req.Spend, which status reads: it
+// spent nothing on a refusal.
+func (e *Engine) do(key []byte, req *algo.Request, now int64) (d algo.Decision, upstream bool, err error) {
 	if e.up != nil {
 		if d, taken, err := e.up.Decide(key, *req); taken {
 			req.Spend = false
-			return d, err
+			return d, true, err
 		}
 	}
-	return e.st.Do(key, *req, now)
+	d, err = e.st.Do(key, *req, now)
+	return d, false, err
 }
 
-// doAll decides rules all or nothing: by the Upstream when it takes every one, by
-// the store when it takes none.
-func (e *Engine) doAll(rules []algo.Rule, ds []algo.Decision, now int64) (bool, error) {
+// doAll decides rules all or nothing: by the Upstream when it takes every one
+// (upstream true), by the store when it takes none.
+func (e *Engine) doAll(rules []algo.Rule, ds []algo.Decision, now int64) (all, upstream bool, err error) {
 	if e.up == nil {
-		return e.st.DoAll(rules, ds, now)
+		all, err = e.st.DoAll(rules, ds, now)
+		return all, false, err
 	}
 	taken := 0
 	for _, r := range rules {
@@ -75,16 +77,18 @@ func (e *Engine) doAll(rules []algo.Rule, ds []algo.Decision, now int64) (bool, 
 	}
 	switch taken {
 	case 0:
-		return e.st.DoAll(rules, ds, now)
+		all, err = e.st.DoAll(rules, ds, now)
+		return all, false, err
 	case len(rules):
 		for i := range rules {
 			for j := range i {
 				if bytes.Equal(rules[i].Key, rules[j].Key) {
-					return false, store.ErrSameKey
+					return false, true, store.ErrSameKey
 				}
 			}
 		}
-		return e.up.DecideAll(rules, ds)
+		all, err = e.up.DecideAll(rules, ds)
+		return all, true, err
 	}
-	return false, ErrMixedUpstream
+	return false, false, ErrMixedUpstream
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/algo"
 	"github.com/rlserver/rlserver/policy"
@@ -176,10 +177,16 @@ func TestUpstreamDecideEach(t *testing.T) {
 	if got, want := keysOf(st), []string{"rl:up:leaky/60s:leaky=1", "rl:local:fixed/60s:k=1"}; !sameSet(got, want) {
 		t.Errorf("the store holds %q, want %q", got, want)
 	}
+	// Decided upstream at t0, 40 s before its minute's end, though asked 30 s before:
+	// the reset is the decision's.
+	r, err := e.Decide(policy.Request{Domain: "up", Descriptors: []policy.Descriptor{desc("k", "2")}}, t0-30e6)
+	if err != nil || r.Statuses[0].ResetAfter != 40*time.Second {
+		t.Errorf("an upstream's decision of a time of its own: %+v %v, want a reset of 40 s", r, err)
+	}
 	if !up.reqs[0].Spend {
 		t.Errorf("the engine sent a fixed window's rule without Spend; the Upstream should be the one ignoring it")
 	}
-	_, err := e.Decide(policy.Request{Domain: "up", Descriptors: []policy.Descriptor{desc("k", "down")}}, t0)
+	_, err = e.Decide(policy.Request{Domain: "up", Descriptors: []policy.Descriptor{desc("k", "down")}}, t0)
 	if !errors.Is(err, errDown) {
 		t.Errorf("the upstream failing: %v, want its error", err)
 	}
