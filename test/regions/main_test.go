@@ -80,6 +80,12 @@ func do(t testing.TB, rdb *redis.Client, args []any) call {
 // load makes calls of args on rdb from n goroutines, each pace apart, until stop
 // is closed, and returns them all.
 func load(t testing.TB, rdb *redis.Client, args []any, n int, pace time.Duration, stop <-chan struct{}) func() []call {
+	return loadWith(t, rdb, args, n, pace, stop, do)
+}
+
+// loadWith is load making each call with do.
+func loadWith(t testing.TB, rdb *redis.Client, args []any, n int, pace time.Duration, stop <-chan struct{},
+	do func(testing.TB, *redis.Client, []any) call) func() []call {
 	var mu sync.Mutex
 	var calls []call
 	var wg sync.WaitGroup

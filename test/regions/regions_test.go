@@ -2,9 +2,11 @@ package regions_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +168,11 @@ func TestRegionReconcile(t *testing.T) {
 	if admitted != 20 {
 		t.Fatalf("%d of 20 admitted during the partition, want 20 (the share holds 50)", admitted)
 	}
+	info := regionInfo(t, rc)
+	if info["region_home_reachable"] != "0" || info["region_fallback_decisions"] != "20" ||
+		info["region_debt_keys"] != "1" || info["region_debt_units"] != "20" {
+		t.Errorf("INFO region during the partition: %v, want the home not reachable, 20 calls fallen back, owing 20 units of one key", info)
+	}
 	px.heal()
 	for range 25 {
 		if do(t, rc, args).allowed {
@@ -188,6 +195,14 @@ func TestRegionReconcile(t *testing.T) {
 		return left <= want && left >= want-lostAtHeal
 	})
 	t.Logf("region admitted %d (20 while cut off); the home has %d left", admitted, left)
+	poll.Until(t, 5*time.Second, "INFO region to show the heal", func() bool {
+		info = regionInfo(t, rc)
+		var counted, unmet int
+		fmt.Sscanf(info["region_reconciled_units"], "counted=%d,not_counted=%d", &counted, &unmet)
+		return info["region_home_reachable"] == "1" && info["region_debt_keys"] == "0" &&
+			strconv.Itoa(counted+unmet) == info["region_fallback_decisions"] && counted >= 20
+	})
+	t.Logf("INFO region after the heal: %v", info)
 }
 
 // TestRegionBadUpstream: an upstream that never answers, one that is Redis (no
@@ -232,9 +247,12 @@ func TestRegionBadUpstream(t *testing.T) {
 	}
 }
 
-// union is the window indexes of a and b, in order.
-func union(a, b map[int64]window) []int64 {
-	u := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
+// union is the window indexes of ms, in order.
+func union(ms ...map[int64]window) []int64 {
+	var u []int64
+	for _, m := range ms {
+		u = slices.AppendSeq(u, maps.Keys(m))
+	}
 	slices.Sort(u)
 	return slices.Compact(u)
 }
