@@ -163,37 +163,54 @@ func TestRegionPolicyLatency(t *testing.T) {
 		return call{sent: start, at: end, allowed: err == nil, took: end.Sub(start)}
 	}
 	sliced, anchor := policyArgs("api", "tenant", "t1"), policyArgs("local", "tenant", "t1")
-	var warm, resp, respStore, grpcs, grpcStore []call
+	var warm []call
 	for range 2000 { // the key's first slices, small and growing, each waited for
 		warm = append(warm, doPolicy(t, rc, sliced))
 	}
-	for range 2000 {
-		resp = append(resp, doPolicy(t, rc, sliced))
-		respStore = append(respStore, doPolicy(t, rc, anchor))
-		grpcs = append(grpcs, grpcCall("api"))
-		grpcStore = append(grpcStore, grpcCall("local"))
-	}
-	t.Logf("p99 of 2000 region RL.POLICY calls: %v (its store's in turn: %v; of the 2000 from the key's first: %v); of ShouldRateLimit: %v (its store's %v)",
-		pct(resp, 99), pct(respStore, 99), pct(warm, 99), pct(grpcs, 99), pct(grpcStore, 99))
-	for _, c := range []struct {
-		front       string
+	t.Logf("p99 of the first 2000 region RL.POLICY calls, the slices growing: %v", pct(warm, 99))
+	// Rounds of 2000 calls each way, until one round of each front is fast enough
+	// (3 at most): a call that waits on the link slows every round, while the
+	// machine's noise (2 cores for both servers, the proxy and the clients, and
+	// whatever else runs) slows one now and then.
+	type front struct {
+		name        string
 		calls, base []call
-	}{{"RL.POLICY", resp, respStore}, {"ShouldRateLimit", grpcs, grpcStore}} {
-		// Under 1 ms; on a machine so loaded that the store's own p99 passes half of
-		// that, under a tenth of the link's round trip: no call of the slowest 1%
-		// waited on it.
-		if lp, sp := pct(c.calls, 99), pct(c.base, 99); lp >= time.Millisecond && (sp < time.Millisecond/2 || lp >= linkRTT/10) {
-			t.Errorf("region %s p99 %v (its store's %v), want < 1 ms, or < %v when the store's passes 0.5 ms", c.front, lp, sp, linkRTT/10)
+		fast        bool
+	}
+	fronts := []*front{{name: "RL.POLICY"}, {name: "ShouldRateLimit"}}
+	rounds := 0
+	for ; rounds < 3 && !(fronts[0].fast && fronts[1].fast); rounds++ {
+		for _, f := range fronts {
+			f.calls, f.base = f.calls[:0], f.base[:0]
+		}
+		for range 2000 {
+			fronts[0].calls = append(fronts[0].calls, doPolicy(t, rc, sliced))
+			fronts[0].base = append(fronts[0].base, doPolicy(t, rc, anchor))
+			fronts[1].calls = append(fronts[1].calls, grpcCall("api"))
+			fronts[1].base = append(fronts[1].base, grpcCall("local"))
+		}
+		for _, f := range fronts {
+			// Under 1 ms; on a machine so loaded that the store's own p99 passes half
+			// of that, under a tenth of the link's round trip: no call of the slowest
+			// 1% waited on it.
+			lp, sp := pct(f.calls, 99), pct(f.base, 99)
+			f.fast = f.fast || lp < time.Millisecond || sp >= time.Millisecond/2 && lp < linkRTT/10
+			t.Logf("round %d: p99 of 2000 region %s calls %v, its store's in turn %v", rounds, f.name, lp, sp)
+		}
+	}
+	for _, f := range fronts {
+		if !f.fast {
+			t.Errorf("region %s p99 at least 1 ms in %d rounds, want < 1 ms, or < %v when the store's passes 0.5 ms, in one", f.name, rounds, linkRTT/10)
 		}
 	}
 	// The region's store decided local's calls alone (its buckets, full again a µs
 	// after each call, leave no key to look at).
-	if stats, err := rc.Info(context.Background(), "stats").Result(); err != nil || !strings.Contains(stats, "\r\nrl_token_allowed:4000\r\n") {
-		t.Errorf("INFO stats of the region: %v, want rl_token_allowed:4000 (local's calls), in %q", err, stats)
+	if stats, err := rc.Info(context.Background(), "stats").Result(); err != nil || !strings.Contains(stats, fmt.Sprintf("\r\nrl_token_allowed:%d\r\n", rounds*4000)) {
+		t.Errorf("INFO stats of the region: %v, want rl_token_allowed:%d (local's calls), in %q", err, rounds*4000, stats)
 	}
 
 	info := regionInfo(t, rc)
-	used := 4000 + 2000 // RESP's and gRPC's calls on api's tenant, each of one unit
+	used := 2000 + rounds*4000 // RESP's and gRPC's calls on api's tenant, each of one unit
 	if info["region_home_reachable"] != "1" || info["region_fallback_decisions"] != "0" ||
 		!strings.Contains(info["regionstat_rl"], fmt.Sprintf(",used=%d,", used)) {
 		t.Errorf("INFO region: %v, want the home reachable, no fallback, %d units used of family rl", info, used)
