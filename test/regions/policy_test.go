@@ -15,15 +15,18 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/poll"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
 // The policies a region and its home both load (-limits). Domain api's state keys,
-// rl:api:..., are the region's (-quota-upstream-prefix rl:api:): its user rule is a
+// rl:api:..., are the region's (-quota-upstream-prefix rl:api): its user rule is a
 // fixed window of policyLimit per policyWindow (not whole seconds, so that a reply's
 // reset_after places a call in its window to the ms), its tenant rule a bucket that
-// never refuses. Domain local, the same bucket, is decided on the region's store.
+// never refuses. Domain api.all's, all_or_nothing, are the region's too but for its
+// leaky rule's (a region takes no leaky bucket). Domain local, the same bucket as
+// api's, is decided on the region's store.
 const (
 	policyLimit  = 100
 	policyWindow = 1200 * time.Millisecond
@@ -33,6 +36,16 @@ descriptors:
     rate_limit: {window: 1200ms, requests_per_unit: 100}
   - key: tenant
     rate_limit: {unit: second, requests_per_unit: 1000000, algorithm: token}
+`
+	allPolicy = `domain: api.all
+all_or_nothing: true
+descriptors:
+  - key: a
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: b
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: l
+    rate_limit: {unit: minute, requests_per_unit: 5, algorithm: leaky}
 `
 	localPolicy = `domain: local
 descriptors:
@@ -55,7 +68,7 @@ type policyRegion struct {
 func startPolicyRegion(t *testing.T) policyRegion {
 	t.Helper()
 	dir := t.TempDir()
-	for name, body := range map[string]string{"api.yaml": apiPolicy, "local.yaml": localPolicy} {
+	for name, body := range map[string]string{"api.yaml": apiPolicy, "all.yaml": allPolicy, "local.yaml": localPolicy} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +80,7 @@ func startPolicyRegion(t *testing.T) policyRegion {
 	home := startServer(t, "-limits", dir)
 	px := startProxy(t, home.Addr, linkRTT)
 	reg := startServer(t, "-limits", dir, "-quota-upstream", "redis://"+px.addr(), "-quota-upstream-regions", "2",
-		"-quota-upstream-prefix", "rl:api:", "-rls-addr", addrs[0], "-metrics-addr", addrs[1])
+		"-quota-upstream-prefix", "rl:api", "-rls-addr", addrs[0], "-metrics-addr", addrs[1])
 	return policyRegion{home: home, region: reg, px: px, rls: addrs[0], metrics: addrs[1]}
 }
 
@@ -135,6 +148,56 @@ func TestRegionPolicyGlobalLimit(t *testing.T) {
 	if keys := scan(t, hc, "rl:api:*"); len(keys) != 1 || keys[0] != userKey {
 		t.Errorf("the home holds %q, want [%s]", keys, userKey)
 	}
+}
+
+// TestRegionPolicyAllOrNothing: an all_or_nothing request on a region whose rules
+// are all the home's is decided all or none from the home's slices: refused by one
+// rule, it leaves the other's count as it was, here and at the home; one whose rules
+// are some the home's and some the region's store's is refused as an invalid
+// request, nothing spent.
+func TestRegionPolicyAllOrNothing(t *testing.T) {
+	pr := startPolicyRegion(t)
+	rc, hc := newClient(t, pr.region.Addr), newClient(t, pr.home.Addr)
+	ctx := context.Background()
+	both := []any{"RL.POLICY", "api.all", "DESCRIPTOR", "a", "1", "DESCRIPTOR", "b", "1"}
+	codes := func(rdb *redis.Client, args []any) string {
+		t.Helper()
+		v, err := rdb.Do(ctx, args...).Slice()
+		if err != nil {
+			return err.Error()
+		}
+		s := fmt.Sprint(v[0])
+		for _, st := range v[1:] {
+			st := st.([]any)
+			s += fmt.Sprintf(" %v/%v", st[0], st[2]) // code/remaining
+		}
+		return s
+	}
+	for _, c := range []struct {
+		rdb        *redis.Client
+		args       []any
+		want, what string
+	}{
+		{rc, both, "1 1/0 1/4", "the first request: both admitted"},
+		{rc, both, "2 2/0 1/3", "a refuses: b's would-be answer, nothing spent"},
+		{rc, both, "2 2/0 1/3", "again"},
+		{rc, []any{"RL.POLICY", "api.all", "DESCRIPTOR", "b", "1"}, "1 1/3", "b alone: charged once before"},
+		{rc, []any{"RL.POLICY", "api.all", "DESCRIPTOR", "a", "2", "DESCRIPTOR", "l", "1"},
+			"ERR invalid request: an all_or_nothing request's rules are some decided by the quota upstream and some by this server's store: give the domain's keys one side (-quota-upstream-prefix)",
+			"a rule of the home's and a leaky one of the region's store"},
+		{rc, []any{"RL.POLICY", "api.all", "DESCRIPTOR", "a", "2"}, "1 1/0", "a=2 after the mixed request: fresh"},
+		{rc, []any{"RL.POLICY", "api.all", "DESCRIPTOR", "l", "1"}, "1 1/0", "l alone, on the region's store"},
+	} {
+		if got := codes(c.rdb, c.args); got != c.want {
+			t.Errorf("%s: %v answered %q, want %q", c.what, c.args, got, c.want)
+		}
+	}
+	// At the home, once the region has given back what it holds of b (idle for a
+	// second): its two spends, none of its refused requests'. HITS 0 looks.
+	look := []any{"RL.POLICY", "api.all", "DESCRIPTOR", "HITS", "0", "b", "1"}
+	poll.Until(t, 5*time.Second, "the home to count b's two spends (RL.POLICY ... HITS 0 answering 1 1/3)", func() bool {
+		return codes(hc, look) == "1 1/3"
+	})
 }
 
 // TestRegionPolicyLatency: with the home 50 ms away, a region decides its policies
