@@ -59,6 +59,10 @@ var (
 	ErrNotRLServer = errors.New("region: the upstream is not an rlserver: it has no RL.SLICE")
 	// ErrOptions is returned for Options out of range.
 	ErrOptions = errors.New("region: bad options")
+
+	// errUnanswered is probe's error when the home does not answer: an outage, not
+	// a misconfiguration.
+	errUnanswered = errors.New("region")
 )
 
 // Options configure a Region: the -quota-upstream flags.
@@ -74,7 +78,8 @@ type Options struct {
 	// Regions is how many regions share the home's limits: the share's divisor, and a
 	// slice is at most 1/(2·Regions) of what a key has left at the home. 0 means 1.
 	Regions int
-	// Logger logs the reconciliations after a heal; nil discards them.
+	// Logger logs a home that does not answer at start and the reconciliations
+	// after a heal; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -89,8 +94,10 @@ type Region struct {
 
 // Open checks that the home at o.URL is an rlserver that lets this region take
 // slices, spending nothing (RL.SLICE ... PEEK), and returns the Region deciding
-// from it. A home that does not answer, refuses the login or is not an rlserver is
-// an error here: a region starts only with its home in reach.
+// from it. A home that refuses the login or is not an rlserver is an error here. A
+// home that does not answer is an outage: the region starts, logs it, and decides by
+// its Fallback until the home answers, as it would had the link broken later (a
+// region restarted during a partition serves its clients).
 func Open(ctx context.Context, o Options) (*Region, error) {
 	o.Fallback = strings.ToLower(cmp.Or(o.Fallback, FallbackShare))
 	o.Regions = cmp.Or(o.Regions, 1)
@@ -100,7 +107,13 @@ func Open(ctx context.Context, o Options) (*Region, error) {
 	case o.Regions < 1 || o.Regions > 1e6:
 		return nil, fmt.Errorf("%w: regions must be 1 to 1000000, got %d", ErrOptions, o.Regions)
 	}
-	if err := probe(ctx, o.URL); err != nil {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := probe(ctx, o.URL); errors.Is(err, errUnanswered) {
+		o.Logger.Warn("region: the home does not answer: deciding by the fallback until it does",
+			"home", redacted(o.URL), "fallback", o.Fallback, "err", err)
+	} else if err != nil {
 		return nil, err
 	}
 	c, err := client.Open(o.URL, client.Options{Timeout: Timeout,
@@ -112,9 +125,6 @@ func Open(ctx context.Context, o Options) (*Region, error) {
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("region: %w", err)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Region{opts: o, c: c, slicer: s, debts: newDebts()}, nil
 }
@@ -138,7 +148,7 @@ func probe(ctx context.Context, rawURL string) error {
 	case errors.As(err, &rerr):
 		return fmt.Errorf("region: %s refused RL.SLICE (its user and password, and the user's commands): %w", where, err)
 	case err != nil:
-		return fmt.Errorf("region: %s did not answer RL.SLICE: %w", where, err)
+		return fmt.Errorf("%w: %s did not answer RL.SLICE: %w", errUnanswered, where, err)
 	case len(v) != 6:
 		return fmt.Errorf("%w: %s answered RL.SLICE with %d integers, want 6", ErrNotRLServer, where, len(v))
 	}
