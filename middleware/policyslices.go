@@ -23,7 +23,7 @@ const (
 
 // resolutions are the descriptor sets' rules last resolved, by setKey.
 type resolutions struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[string]resolution
 }
 
@@ -35,18 +35,18 @@ type resolution struct {
 
 // get is the rules of key, whether they were resolved within resolvedTTL of now, and
 // whether there are any.
-func (c *resolutions) get(key string, now time.Time) (client.PolicyResolution, bool, bool) {
-	c.mu.Lock()
-	r, ok := c.m[key]
-	c.mu.Unlock()
+func (c *resolutions) get(key []byte, now time.Time) (client.PolicyResolution, bool, bool) {
+	c.mu.RLock()
+	r, ok := c.m[string(key)] // no copy of key: the compiler looks up the bytes
+	c.mu.RUnlock()
 	return r.res, ok && now.Sub(r.at) < resolvedTTL, ok
 }
 
 // put records the rules of key as resolved at at.
-func (c *resolutions) put(key string, res client.PolicyResolution, at time.Time) {
+func (c *resolutions) put(key []byte, res client.PolicyResolution, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[key]; !ok && len(c.m) >= resolvedMax {
+	if _, ok := c.m[string(key)]; !ok && len(c.m) >= resolvedMax {
 		// Full: one entry goes, whichever the map yields first (Go randomizes it),
 		// an O(1) eviction that a hot set survives almost always and, when not,
 		// costs it one RL.RESOLVE.
@@ -55,13 +55,13 @@ func (c *resolutions) put(key string, res client.PolicyResolution, at time.Time)
 			break
 		}
 	}
-	c.m[key] = resolution{res, at}
+	c.m[string(key)] = resolution{res, at}
 }
 
 // setKey names a descriptor set in resolutions: each entry's key and value with
 // their lengths, so that no two sets share a name.
-func setKey(descs []client.Descriptor) string {
-	var b []byte
+func setKey(descs []client.Descriptor) []byte {
+	b := make([]byte, 0, 64)
 	for _, d := range descs {
 		b = strconv.AppendInt(b, int64(len(d.Entries)), 10)
 		for _, e := range d.Entries {
@@ -72,7 +72,7 @@ func setKey(descs []client.Descriptor) string {
 		}
 		b = append(b, ';')
 	}
-	return string(b)
+	return b
 }
 
 // resolve is the rules of descs: cached, or asked of the server. With the server
