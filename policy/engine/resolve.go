@@ -59,7 +59,8 @@ type Resolution struct {
 // req under the policy in force (the same matching: planRequest), so that a caller
 // holding slices of those keys' quotas (RL.SLICE) can decide the request in-process
 // and stay in step with every RL.POLICY and ShouldRateLimit charging them. It
-// refuses what Decide refuses (policy.ErrInvalidRequest), an unknown domain aside.
+// refuses what Decide refuses (policy.ErrInvalidRequest); a domain the policy lacks,
+// which Decide answers OK, resolves to ModeNone throughout.
 func (e *Engine) Resolve(req policy.Request) (Resolution, error) {
 	if err := req.Check(); err != nil {
 		return Resolution{}, err
