@@ -110,12 +110,21 @@ type Config struct {
 	// (-limits), as a gateway's /check does, instead of Dimensions and Concurrency: see
 	// Policy. Client must then be on rlserver (client.New), and Fallback open or closed.
 	Policy *Policy
-	// Slicer, if not nil, decides the Dimensions in-process from slices of their
-	// quota (client.Slicer, made with Client.NewSlicer on this Config's Client),
-	// instead of a call to the limiter per request: a hot key costs a round trip per
-	// slice, and never admits past its limit across replicas. The dimensions are still
-	// decided all or nothing. Its owner closes it, giving back what it holds. Not with
-	// Policy, whose limits the server decides.
+	// Slicer, if not nil, decides the Dimensions, or the Policy, in-process from
+	// slices of their quota (client.Slicer, made with Client.NewSlicer on this
+	// Config's Client), instead of a call to the limiter per request: a hot key costs
+	// a round trip per slice, and never admits past its limit across replicas. The
+	// dimensions are still decided all or nothing. With Policy, each set of
+	// descriptors a request names is resolved (Client.ResolvePolicy: RL.RESOLVE) to
+	// the rules and state keys RL.POLICY would charge, kept a second (a policy
+	// reloaded at the server applies here within it) for up to 4096 sets, and
+	// decided from slices of those keys: the same decisions and headers as RL.POLICY,
+	// all or nothing for an all_or_nothing domain, shadow and quota rules never
+	// refusing; a set with a rule a Slicer cannot take (Log, Leaky, a window finer
+	// than a millisecond) is decided by RL.POLICY. Unlike RL.POLICY, a refused request
+	// spends nothing of a fixed window, and the server's per-rule metrics do not count
+	// these decisions (the Slicer's SliceStats do). Its owner closes it, giving back
+	// what it holds.
 	Slicer *client.Slicer
 	// TrustedProxies are the CIDRs (or single addresses) of the proxies whose
 	// X-Forwarded-For and X-Real-IP are believed (Limiter.ClientIP); nil means none,
@@ -208,9 +217,6 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if cfg.Timeout < 0 || cfg.LogInterval < 0 {
 		return nil, errors.New("middleware: Config.Timeout and Config.LogInterval must not be negative")
-	}
-	if cfg.Slicer != nil && cfg.Policy != nil {
-		return nil, errors.New("middleware: Config.Slicer decides Dimensions, and Config.Policy's limits are the server's: set one")
 	}
 	l.slicer = cfg.Slicer
 	if cfg.Policy != nil {

@@ -34,8 +34,9 @@ type Policy struct {
 
 // policyRules is Config.Policy parsed once.
 type policyRules struct {
-	domain string
-	descs  []httpdesc.Descriptor
+	domain   string
+	descs    []httpdesc.Descriptor
+	resolved *resolutions // the descriptor sets' rules, with Config.Slicer; else nil
 }
 
 // newPolicyRules checks cfg's Policy and what must go with it, and parses it.
@@ -57,6 +58,9 @@ func newPolicyRules(cfg Config) (*policyRules, error) {
 		return nil, errors.New("middleware: Config.Policy cannot fall back locally (a local fallback has no policy): use FallbackOpen or FallbackClosed")
 	}
 	rules := &policyRules{domain: p.Domain}
+	if cfg.Slicer != nil {
+		rules.resolved = &resolutions{m: map[string]resolution{}}
+	}
 	for i, spec := range p.Descriptors {
 		d, err := httpdesc.Parse(spec)
 		if err != nil {
@@ -103,7 +107,11 @@ func (l *Limiter) servePolicy(w http.ResponseWriter, r *http.Request, next http.
 	ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
 	var res client.PolicyResult
 	err := l.call(ctx, func(ctx context.Context) (err error) {
-		res, err = l.client.Policy(ctx, p.domain, descs...)
+		if l.slicer != nil {
+			res, err = l.policySliced(ctx, descs)
+		} else {
+			res, err = l.client.Policy(ctx, p.domain, descs...)
+		}
 		return err
 	})
 	cancel()

@@ -67,8 +67,14 @@ func word(arg []byte, w string) bool { return bytes.EqualFold(arg, []byte(w)) }
 // is read as the keyword. Errors are whole Redis error replies; the engine checks the
 // rest (empty domain or key, lengths, counts) before anything is spent.
 func ParsePolicy(args [][]byte) (policy.Request, error) {
+	return parsePolicy(args, "rl.policy", errNoDescriptor)
+}
+
+// parsePolicy is ParsePolicy for command (lower case, for the arity error), which
+// answers noDescriptor to a request without a descriptor.
+func parsePolicy(args [][]byte, command string, noDescriptor *reply.Error) (policy.Request, error) {
 	if len(args) < 1 {
-		return policy.Request{}, &reply.Error{Text: "ERR wrong number of arguments for 'rl.policy' command"}
+		return policy.Request{}, &reply.Error{Text: reply.Arity(command)}
 	}
 	req := policy.Request{Domain: string(args[0])}
 	i := 1
@@ -83,7 +89,7 @@ func ParsePolicy(args [][]byte) (policy.Request, error) {
 		req.Hits = uint64(n)
 	}
 	if i == len(args) {
-		return policy.Request{}, errNoDescriptor
+		return policy.Request{}, noDescriptor
 	}
 	for i < len(args) { // args[i] is DESCRIPTOR
 		i++

@@ -21,6 +21,22 @@ var policyArgs = []arg{
 	}},
 }
 
+// resolveArgs are RL.RESOLVE's arguments: RL.POLICY's, less what spends.
+var resolveArgs = []arg{
+	{name: "domain", typ: "string"},
+	{name: "descriptor", typ: "block", multiple: true, args: []arg{
+		{name: "descriptor", typ: "pure-token", token: "DESCRIPTOR"},
+		{name: "limit", typ: "block", token: "LIMIT", optional: true, args: []arg{
+			{name: "requests_per_unit", typ: "integer"},
+			{name: "unit", typ: "string"},
+		}},
+		{name: "entry", typ: "block", multiple: true, args: []arg{
+			{name: "key", typ: "string"},
+			{name: "value", typ: "string"},
+		}},
+	}},
+}
+
 // policyCommands are the commands of the policies (-limits): decide a request, show
 // the policy, and who is refused most. They follow the limiters in docs/commands.md.
 var policyCommands = []*command{
@@ -55,6 +71,37 @@ var policyCommands = []*command{
 			"answers READONLY. An example, with a policy loaded, is in docs/policies.md " +
 			"(\"Deciding\"), replayed by docs' tests.",
 		run: cmdPolicy,
+	},
+	{
+		name: "rl.resolve", arity: -4, flags: []string{"readonly", "loading", "stale"},
+		summary: "Resolve a request's descriptors to the rules and state keys RL.POLICY would charge, spending nothing: " +
+			"the domain's mode, then each descriptor's mode, key, algorithm, limit, window_us, option, reserve, " +
+			"requests_per_unit and rule name.",
+		group:      groupRateLimit,
+		complexity: "O(n) in the descriptors and their entries",
+		args:       resolveArgs,
+		doc: "What a client deciding a policy's requests in-process from slices (RL.SLICE) asks once per " +
+			"descriptor set: RL.POLICY's matching (replaces, unlimited, a descriptor's `LIMIT`, priority " +
+			"classes) without the decision, so that the slices it takes are of exactly the state RL.POLICY " +
+			"and ShouldRateLimit charge. The arguments are RL.POLICY's without HITS or REFUND. The reply is " +
+			"the domain's mode (`each`; `all_or_nothing`, whose enforcing descriptors are charged all or none " +
+			"and shadow and quota ones only if they were; `unknown`, a domain the policy lacks: RL.POLICY " +
+			"answers it OK), then per descriptor in request order `[mode, key, algorithm, limit, window_us, " +
+			"option, reserve, requests_per_unit, name]`. mode is `enforce`, `shadow` (charged, never " +
+			"refuses), `quota` (charged, never refuses, no reset shown), `unlimited` or `none` (no rule " +
+			"matched, the domain is unknown, or another descriptor's rule replaces it); the other fields are " +
+			"then null or 0. key is the state key RL.POLICY charges; algorithm one of fixed, slide, log, " +
+			"token, gcra, leaky; limit, window_us (the window in microseconds: a policy's window may be finer " +
+			"than the RL.* commands' milliseconds) and option (RL.TOKEN's RATE, RL.GCRA's BURST, RL.LEAKY's " +
+			"QUEUE, else 0) are the numbers the RL.* command on key takes, reserve the RESERVE of the " +
+			"descriptor's priority class; requests_per_unit and name are RL.POLICY's limit and name. " +
+			"Deciding from slices of the keys charges them as RL.POLICY would, except that a fixed window's " +
+			"refused request counts nothing (RL.POLICY's counts refused hits too, as envoyproxy/ratelimit), " +
+			"and the engine's per-rule metrics do not see it (RL.SLICE's statistics do). It spends and " +
+			"writes nothing. Bad input answers as RL.POLICY's, with `ERR RL.RESOLVE needs at least one " +
+			"DESCRIPTOR` and `ERR RL.RESOLVE spends nothing: it takes no HITS or REFUND`. Without -limits: " +
+			"`ERR no policy in force: start rlserver with -limits`.",
+		run: cmdResolve,
 	},
 	{
 		name: "rl.limits", arity: 1, flags: []string{"readonly", "loading", "stale"},

@@ -58,6 +58,10 @@ const (
 	PolicyUnit    = "ERR unit must be second, minute, hour, day, week, month or year"
 	HitsAndRefund = "ERR a DESCRIPTOR takes HITS or REFUND, not both"
 
+	// RL.RESOLVE's grammar: RL.POLICY's, less what spends.
+	ResolveNoDescriptor = "ERR RL.RESOLVE needs at least one DESCRIPTOR"
+	ResolveHits         = "ERR RL.RESOLVE spends nothing: it takes no HITS or REFUND"
+
 	// The 100-year bound on a schedule (algo.CheckSchedule), in each command's terms.
 	BurstSpan    = "ERR burst × window_ms / limit must be at most 100 years"
 	QueueSpan    = "ERR queue × window_ms / limit must be at most 100 years"
@@ -136,7 +140,7 @@ var fixed = map[string]bool{
 	Count: true, Period: true, Quantity: true, UnknownKind: true, AllTooMany: true, AllUnknown: true,
 	LeaseMs: true, LeaseID: true, RefundAlone: true, RefundReserve: true,
 	SliceUnknown: true, SliceLog: true, SliceLeaky: true, SliceOption: true, NoDescriptor: true, EntryPairs: true, NoEntries: true,
-	PolicyLimit: true, PolicyUnit: true, HitsAndRefund: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
+	PolicyLimit: true, PolicyUnit: true, HitsAndRefund: true, ResolveNoDescriptor: true, ResolveHits: true, BurstSpan: true, QueueSpan: true, CostSpan: true, MaxBurstSpan: true,
 	GCRAMaxBurst: true, GCRANotInt: true, GCRAPositive: true, GCRAFloat: true, GCRAPeriod: true,
 	GCRAMissing: true, GCRATokensOvf: true, GCRABurstOvf: true,
 	KeyTooLong: true, LogLimit: true, SameKey: true,

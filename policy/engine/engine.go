@@ -106,72 +106,11 @@ func (e *Engine) Decide(req policy.Request, now int64) (policy.Response, error) 
 		return resp, nil
 	}
 	var buf [8]planned
-	plan := buf[:0]
-	if len(req.Descriptors) > len(buf) {
-		plan = make([]planned, 0, len(req.Descriptors))
-	}
-	var classed []policy.Entry // the entries less their priority entries, all descriptors'
-	if d.HasPriorities() {
-		n := 0
-		for _, desc := range req.Descriptors {
-			n += len(desc.Entries)
-		}
-		classed = make([]policy.Entry, 0, n)
-	}
-	replacing := false
-	for _, desc := range req.Descriptors {
-		pl := planned{hits: hitsOf(req, desc), entries: desc.Entries}
-		if d.HasPriorities() {
-			var err error
-			if pl.entries, pl.class, err = d.Class(desc.Entries, classed[len(classed):]); err != nil {
-				return policy.Response{}, err
-			}
-			classed = classed[:len(classed)+len(pl.entries)]
-		}
-		r, shared := d.Match(pl.entries)
-		if desc.Limit != nil {
-			var err error
-			if r, err = d.Override(r, *desc.Limit); err != nil {
-				return policy.Response{}, err
-			}
-		}
-		if r != nil && r.Unlimited {
-			r, pl.unlimited = nil, true
-		}
-		pl.r, pl.shared = r, shared
-		replacing = replacing || r != nil && len(r.Replaces) > 0
-		plan = append(plan, pl)
-	}
-	if replacing {
-		dropReplaced(plan)
-	}
-	// Every request is checked before any is charged, so a bad one spends nothing.
 	var kb [512]byte
-	keys := kb[:0]
-	for i := range plan {
-		pl := &plan[i]
-		if pl.r == nil {
-			continue
-		}
-		pl.req = pl.r.Request
-		pl.req.Cost = int64(pl.hits)
-		pl.req.Spend = pl.r.Request.Kind == algo.KindFixed && !d.AllOrNothing()
-		if d.HasPriorities() {
-			pl.req.Reserve = d.Reserve(pl.class, pl.req)
-		}
-		if req.Descriptors[i].Negative {
-			// Give back what earlier calls spent (algo's refunds), never past a
-			// fresh key's room.
-			pl.req.Refund, pl.req.Cost, pl.req.Reserve, pl.refund = pl.req.Cost, 0, 0, true
-		}
-		if err := config.CheckSchedule(pl.req); err != nil {
-			return policy.Response{}, fmt.Errorf("%w: descriptor %d: hits %d: %v", policy.ErrInvalidRequest, i, pl.hits, err)
-		}
-		pl.from = len(keys)
-		keys = pl.r.AppendKey(keys, pl.entries, pl.shared)
-		pl.to = len(keys)
+	plan, keys, err := planRequest(d, req, buf[:0], kb[:0])
+	if err != nil {
+		return policy.Response{}, err
 	}
-	var err error
 	if d.AllOrNothing() {
 		err = e.decideAll(plan, keys, now)
 	} else {
