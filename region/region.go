@@ -192,8 +192,8 @@ func (r *Region) Takes(key []byte, req algo.Request) bool {
 }
 
 // Decide decides req on key from the home's quota (resp.Upstream, engine.Upstream)
-// when the region Takes it. A spend is the Slicer's, decided in-process; PEEK, a
-// cost of 0 and REFUND go to the home, a round trip each. A refused call spends
+// when the region Takes it. A spend is the Slicer's, decided in-process; RL.SLICE,
+// PEEK, a cost of 0 and REFUND go to the home, a round trip each. A refused call spends
 // nothing, whatever req.Spend says. Other calls are left to the store.
 func (r *Region) Decide(key []byte, req algo.Request) (algo.Decision, bool, error) {
 	l, ok := limitOf(req)
@@ -201,6 +201,10 @@ func (r *Region) Decide(key []byte, req algo.Request) (algo.Decision, bool, erro
 		return algo.Decision{}, false, nil
 	}
 	ctx := context.Background() // the client's budget, Timeout, bounds each call
+	if req.Slice > 0 {
+		d, err := r.slice(ctx, key, l, req)
+		return d, true, err
+	}
 	var res client.Result
 	var err error
 	switch {
@@ -222,6 +226,27 @@ func (r *Region) Decide(key []byte, req algo.Request) (algo.Decision, bool, erro
 	}
 	r.settleIfOwed(res.Degraded)
 	return decisionOf(res), true, nil
+}
+
+// slice forwards RL.SLICE on a key the region takes to the home, a round trip: a
+// Slicer pointed at the region takes its slices of the home's quota, not of the
+// region's store. With the home unreachable it is an error: a fallback decides
+// requests, not slices, and the Slicer then decides by its own.
+func (r *Region) slice(ctx context.Context, key []byte, l client.Limit, req algo.Request) (algo.Decision, error) {
+	if req.Peek {
+		return algo.Decision{}, errors.New("RL.SLICE ... PEEK of a key the region takes: ask its home")
+	}
+	sl, err := r.c.TakeSlice(ctx, string(key), l, int(req.Slice))
+	if err != nil {
+		return algo.Decision{}, upstreamError(err)
+	}
+	retry := sl.RetryAfter.Microseconds()
+	if sl.RetryAfter == client.Never {
+		retry = -1
+	}
+	return algo.Decision{Allowed: sl.Granted > 0, Granted: int64(sl.Granted), Limit: int64(sl.Limit),
+		Remaining: int64(sl.Remaining), RetryAfter: retry, ResetAfter: sl.ResetAfter.Microseconds(),
+		ValidFor: sl.Valid.Microseconds()}, nil
 }
 
 // DecideAll decides rules, each of which the region Takes on distinct keys, all or

@@ -3,7 +3,7 @@ package resp
 import "github.com/rlserver/rlserver/internal/rlcmd"
 
 // cmdSlice serves RL.SLICE: take what fits of count units now, through the store as
-// any spend, and answer granted, the limiter's limit, remaining, retry_after_ms and
+// any spend (on a region, of its home's quota for the keys it takes), and answer granted, the limiter's limit, remaining, retry_after_ms and
 // reset_after_ms, and valid_ms, the slice's life in whole ms rounded down, so that a
 // client that keeps to it is never late.
 func cmdSlice(s *Server, c *client, args [][]byte, now int64) {
@@ -12,7 +12,7 @@ func cmdSlice(s *Server, c *client, args [][]byte, now int64) {
 		c.writeError(ErrorReply(err))
 		return
 	}
-	d, ok := s.spend(c, key, req, now)
+	d, ok := s.decideLimit(c, key, req, now)
 	if !ok {
 		return
 	}

@@ -1,0 +1,70 @@
+package regions_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/client"
+)
+
+// TestRegionSlicer: a Go service's Slicer pointed at a region takes its slices of the
+// home's quota through the region (RL.SLICE passed on), so that with the home's own
+// clients spending the same key the limit holds over both, and the region's store
+// keeps nothing of the key. A PEEK slice of such a key is refused.
+func TestRegionSlicer(t *testing.T) {
+	home, _, reg := startRegion(t, "share")
+	const limit = 300
+	args := []any{"RL.FIXED", "sl", limit, 3_600_000}
+	c, err := client.Open("redis://"+reg.Addr, client.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.NewSlicer(client.SliceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hc := newClient(t, home.Addr)
+	var viaRegion, atHome atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 150 {
+				res, err := s.Allow(context.Background(), "sl", client.Fixed(limit, time.Hour))
+				if err != nil || res.Degraded {
+					t.Errorf("Allow through the region: %+v %v", res, err)
+					return
+				}
+				if res.Allowed {
+					viaRegion.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 150 {
+			if do(t, hc, args).allowed {
+				atHome.Add(1)
+			}
+		}
+	})
+	wg.Wait()
+	if n := viaRegion.Load() + atHome.Load(); n != limit {
+		t.Errorf("admitted %d through the region and %d at the home: %d, want the limit %d",
+			viaRegion.Load(), atHome.Load(), n, limit)
+	}
+	rc := newClient(t, reg.Addr)
+	if n, err := rc.Exists(context.Background(), "sl").Result(); err != nil || n != 0 {
+		t.Errorf("the region's store holds the home's key: EXISTS %d %v", n, err)
+	}
+	err = rc.Do(context.Background(), "RL.SLICE", "FIXED", "sl", limit, 3_600_000, 1, "PEEK").Err()
+	if err == nil || !strings.Contains(err.Error(), "ask its home") {
+		t.Errorf("RL.SLICE ... PEEK on the region: %v, want a refusal", err)
+	}
+	t.Logf("admitted %d through the region, %d at the home", viaRegion.Load(), atHome.Load())
+}
