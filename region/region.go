@@ -111,7 +111,7 @@ func Open(ctx context.Context, o Options) (*Region, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := probe(ctx, o.URL); errors.Is(err, errUnanswered) {
+	if err := probe(ctx, o.URL, o.Prefix); errors.Is(err, errUnanswered) {
 		o.Logger.Warn("region: the home does not answer: deciding by the fallback until it does",
 			"home", redacted(o.URL), "fallback", o.Fallback, "err", err)
 	} else if err != nil {
@@ -130,9 +130,10 @@ func Open(ctx context.Context, o Options) (*Region, error) {
 	return &Region{opts: o, c: c, slicer: s, debts: newDebts()}, nil
 }
 
-// probe asks the home at rawURL for a slice it does not take (PEEK), and says what
+// probe asks the home at rawURL for a slice it does not take (PEEK) of a key under
+// prefix, which an ACL user kept to the region's keys may ask, and says what
 // is wrong when no slice's reply comes back.
-func probe(ctx context.Context, rawURL string) error {
+func probe(ctx context.Context, rawURL, prefix string) error {
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return fmt.Errorf("%w: -quota-upstream: %v", ErrOptions, err)
@@ -141,7 +142,7 @@ func probe(ctx context.Context, rawURL string) error {
 	rdb := redis.NewClient(o)
 	defer rdb.Close()
 	where := redacted(rawURL)
-	v, err := rdb.Do(ctx, "RL.SLICE", "FIXED", "rlserver:region:probe", 1, 1000, 1, "PEEK").Int64Slice()
+	v, err := rdb.Do(ctx, "RL.SLICE", "FIXED", prefix+"rlserver:region:probe", 1, 1000, 1, "PEEK").Int64Slice()
 	var rerr redis.Error
 	switch {
 	case errors.As(err, &rerr) && strings.Contains(rerr.Error(), "unknown command"):

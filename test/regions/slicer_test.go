@@ -2,6 +2,7 @@ package regions_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/launch"
+	"github.com/rlserver/rlserver/internal/testenv"
+	"github.com/rlserver/rlserver/internal/testpki"
 )
 
 // TestRegionSlicer: a Go service's Slicer pointed at a region takes its slices of the
@@ -67,4 +71,54 @@ func TestRegionSlicer(t *testing.T) {
 		t.Errorf("RL.SLICE ... PEEK on the region: %v, want a refusal", err)
 	}
 	t.Logf("admitted %d through the region, %d at the home", viaRegion.Load(), atHome.Load())
+}
+
+// TestRegionTLSACL: a region reaches its home over TLS (rediss://, the home's CA in
+// SSL_CERT_FILE) as an ACL user allowed the limiters and nothing else, and decides
+// from the home's quota: the home counts what the region admitted, on the region
+// user's TLS connection.
+func TestRegionTLSACL(t *testing.T) {
+	ca := testpki.NewCA(t, "home")
+	cert := ca.Server(t)
+	tlsAddr, err := launch.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := startServer(t, "-tls-addr", tlsAddr, "-tls-cert", cert.CertFile, "-tls-key", cert.KeyFile)
+	hc := newClient(t, home.Addr)
+	ctx := context.Background()
+	if err := hc.Do(ctx, "ACL", "SETUSER", "region", "on", ">s3cret", "resetkeys", "~rl:*", "-@all", "+@ratelimit").Err(); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := launch.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	reg, err := launch.Start(launch.Spec{Name: "region", Addr: addr, Log: filepath.Join(dir, "region.log"),
+		Argv: []string{testenv.RLServerBin(t), "-addr", addr, "-dir", dir, "-quota-upstream-prefix", "rl:",
+			"-quota-upstream", "rediss://region:s3cret@" + tlsAddr},
+		Env: []string{"SSL_CERT_FILE=" + ca.CertFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Stop)
+	rc := newClient(t, reg.Addr)
+	admitted := 0
+	for range 15 {
+		if do(t, rc, []any{"RL.FIXED", "rl:k", 10, 3_600_000}).allowed {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Errorf("the region admitted %d of 15, want the limit's 10", admitted)
+	}
+	v, err := hc.Do(ctx, "RL.FIXED", "rl:k", 10, 3_600_000, "PEEK").Int64Slice()
+	if err != nil || v[2] != 0 {
+		t.Errorf("the home: %v %v, want the key spent", v, err)
+	}
+	list, err := hc.ClientList(ctx).Result()
+	if err != nil || !strings.Contains(list, "user=region") {
+		t.Errorf("CLIENT LIST at the home: %v, want the region's user:\n%s", err, list)
+	}
 }
