@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/testenv"
+	"github.com/rlserver/rlserver/policy/config"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -24,6 +25,16 @@ func newRedis(t testing.TB, addr string) *redis.Client {
 	rdb := redis.NewClient(redisOptions(addr))
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
+}
+
+// policyClient is a Client on an rlserver in this process running policy p.
+func policyClient(t testing.TB, p *config.Policy) *client.Client {
+	t.Helper()
+	c, err := client.New(newRedis(t, testenv.StartServer(t, resp.Config{Policy: p})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // backend is a Client on one backend, with a way to freeze that backend's clock.

@@ -73,13 +73,7 @@ func TestPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := testenv.StartServer(t, resp.Config{Policy: p})
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	c, err := client.New(rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := policyClient(t, p)
 	ctx := context.Background()
 	res, err := c.Policy(ctx, "api", client.D("color", "red"), client.D("user", "bob"))
 	if err != nil {

@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
-	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/policy/config"
-	"github.com/rlserver/rlserver/resp"
 )
 
 // resolvePolicy has a rule of each kind ResolvePolicy answers differently.
@@ -48,13 +45,7 @@ func TestResolvePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := testenv.StartServer(t, resp.Config{Policy: p})
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	c, err := client.New(rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := policyClient(t, p)
 	ctx := context.Background()
 	res, err := c.ResolvePolicy(ctx, "api", client.D("user", "bob"), client.D("llm", "acme"), client.D("log", "x"),
 		client.D("fine", "y"), client.D("shady", "z"), client.D("internal", "i"), client.D("color", "red"))
