@@ -124,7 +124,7 @@ func resolution(cmd *redis.Cmd, n int) (PolicyResolution, error) {
 		if !ok || len(f) != 9 {
 			return bad("a rule that is not nine fields")
 		}
-		mode, ok := f[0].(string)
+		mode, _ := f[0].(string)
 		r := &res.Rules[i]
 		if r.Mode, ok = ruleModes[mode]; !ok {
 			return bad("mode " + strconv.Quote(mode))
