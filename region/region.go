@@ -111,9 +111,11 @@ func Open(ctx context.Context, o Options) (*Region, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	unanswered := false
 	if err := probe(ctx, o.URL, o.Prefix); errors.Is(err, errUnanswered) {
 		o.Logger.Warn("region: the home does not answer: deciding by the fallback until it does",
 			"home", redacted(o.URL), "fallback", o.Fallback, "err", err)
+		unanswered = true
 	} else if err != nil {
 		return nil, err
 	}
@@ -127,7 +129,11 @@ func Open(ctx context.Context, o Options) (*Region, error) {
 		c.Close()
 		return nil, fmt.Errorf("region: %w", err)
 	}
-	return &Region{opts: o, c: c, slicer: s, debts: newDebts()}, nil
+	r := &Region{opts: o, c: c, slicer: s, debts: newDebts()}
+	if unanswered {
+		r.link.unanswered(time.Now())
+	}
+	return r, nil
 }
 
 // probe asks the home at rawURL for a slice it does not take (PEEK) of a key under

@@ -21,7 +21,7 @@ const downFor = 2 * maxProbe
 // link counts the calls the fallback decided, the home not answering.
 type link struct {
 	fallbacks atomic.Int64 // since the start
-	last      atomic.Int64 // the latest's time, ns since the epoch; 0 before any
+	last      atomic.Int64 // the latest's time (or the start's, unanswered), ns since the epoch; 0 before any
 }
 
 // fellBack records a call the fallback decided at now.
@@ -29,6 +29,9 @@ func (l *link) fellBack(now time.Time) {
 	l.fallbacks.Add(1)
 	l.last.Store(now.UnixNano())
 }
+
+// unanswered records the home not answering at now, no call decided.
+func (l *link) unanswered(now time.Time) { l.last.Store(now.UnixNano()) }
 
 // reachable reports whether no call fell back in the downFor before now: a region
 // only learns of its home from its calls.

@@ -216,6 +216,9 @@ func TestRegionStartsCutOff(t *testing.T) {
 	reg := startServer(t, "-quota-upstream", "redis://"+px.addr(), "-quota-upstream-regions", "2")
 	args := []any{"RL.TOKEN", "cut", 100, 86_400_000}
 	rc, hc := newClient(t, reg.Addr), newClient(t, home.Addr)
+	if got := regionInfo(t, rc)["region_home_reachable"]; got != "0" {
+		t.Errorf("INFO region: region_home_reachable %q at a start the home did not answer, want 0", got)
+	}
 	admitted := 0
 	for range 60 {
 		if do(t, rc, args).allowed {
