@@ -42,7 +42,7 @@ func (l *link) reachable(now time.Time) bool {
 
 // Info is INFO region's fields (resp.Upstream), counts since the start: the
 // options; whether the home answers (region_home_reachable 0 while calls fell back
-// in the last 2 s); the calls the fallback decided; what they admitted that waits to
+// in the last 2 s, or after a start it did not answer); the calls the fallback decided; what they admitted that waits to
 // be counted at the home (keys and units) and what the settles after heals counted
 // there or could not; and per key family, as client.Slicer.FamilyStats counts them,
 // the slices asked of the home and the units they granted, used, gave back and let
@@ -77,7 +77,7 @@ func (r *Region) Info() [][2]string {
 // The region's own metrics; its Slicer's are slicermetrics', labelled slicer="region".
 var (
 	descReachable = prometheus.NewDesc("rlserver_region_home_reachable",
-		"1 when the region's home answers, 0 while calls fell back in the last 2 s.", nil, nil)
+		"1 when the region's home answers, 0 while calls fell back in the last 2 s or in the 2 s after a start it did not answer.", nil, nil)
 	descFallbacks = prometheus.NewDesc("rlserver_region_fallback_decisions_total",
 		"Calls the region's fallback decided, its home not answering.", nil, nil)
 	descDebtKeys = prometheus.NewDesc("rlserver_region_debt_keys",

@@ -167,7 +167,7 @@ var serverCommands = []*command{
 			"line, as a Redis module's; CONFIG RESETSTAT zeroes it (the same counts on /metrics never go back). " +
 			"`# Region` is a region's (-quota-upstream), counts since the start: `region_home`, `region_prefix`, " +
 			"`region_fallback` and `region_regions` (its options), `region_home_reachable` (0 while calls fell back " +
-			"in the last 2 s), `region_fallback_decisions` (calls its fallback decided), `region_debt_keys` and " +
+			"in the last 2 s, or in the 2 s after a start the home did not answer), `region_fallback_decisions` (calls its fallback decided), `region_debt_keys` and " +
 			"`region_debt_units` (what the fallback admitted that waits to be counted at the home), " +
 			"`region_reconciled_units:counted=…,not_counted=…` (what the settles after heals counted there or could " +
 			"not), and per key family `regionstat_api:asked=…,taken=…,used=…,given_back=…,expired=…,slices=…,held=…`: " +
