@@ -1,8 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
+
+	"github.com/rlserver/rlserver/resp"
 )
 
 // multiListener accepts on several listeners as one, so that one Serve serves every
@@ -66,3 +73,54 @@ func (m *multiListener) Close() error {
 }
 
 func (m *multiListener) Addr() net.Addr { return m.lns[0].Addr() }
+
+// listen opens the listeners of -addr, or of -bind and -port (redis.conf's port and
+// bind, each address on the port, -addr's host or port where one is not given). An
+// address with a leading '-' is optional, as in Redis: one that cannot be listened on
+// is skipped; any other failure closes what was opened.
+func listen(opts options) ([]net.Listener, error) {
+	host, port, err := net.SplitHostPort(opts.addr)
+	if err != nil {
+		return nil, err
+	}
+	if opts.port != 0 {
+		port = strconv.Itoa(opts.port)
+	}
+	hosts := strings.Fields(opts.bind)
+	if len(hosts) == 0 {
+		hosts = []string{host}
+	}
+	var lns []net.Listener
+	for _, h := range hosts {
+		h, optional := strings.CutPrefix(h, "-")
+		ln, err := net.Listen("tcp", net.JoinHostPort(h, port))
+		switch {
+		case err == nil:
+			lns = append(lns, ln)
+		case !optional:
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, err
+		}
+	}
+	if len(lns) == 0 {
+		return nil, fmt.Errorf("no address of -bind %q could be listened on", opts.bind)
+	}
+	return lns, nil
+}
+
+func serve(ctx context.Context, srv *resp.Server, ln net.Listener, logger *slog.Logger) error {
+	logger.Info("rlserver listening", "addr", ln.Addr().String(), "version", resp.Version)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		logger.Info("signal received, shutting down")
+		srv.Close()
+		return <-done
+	case err := <-done:
+		logger.Info("server stopped")
+		return err
+	}
+}
