@@ -126,10 +126,7 @@ func (l *Limiter) policySliced(ctx context.Context, descs []client.Descriptor) (
 		}
 		if len(rules) > 0 {
 			all, err := l.slicer.AllowAll(ctx, rules...)
-			if err == nil && all.Degraded {
-				err = fmt.Errorf("%w: decided by the Client's Fallback", client.ErrUnavailable)
-			}
-			if err != nil {
+			if err = fellBack(err, all.Degraded); err != nil {
 				return client.PolicyResult{}, err
 			}
 			for j, i := range at {
@@ -152,10 +149,7 @@ func (l *Limiter) policySliced(ctx context.Context, descs []client.Descriptor) (
 			*st = client.PolicyStatus{Allowed: true}
 		default:
 			one, err := l.slicer.Allow(ctx, r.Key, r.Limit)
-			if err == nil && one.Degraded {
-				err = fmt.Errorf("%w: decided by the Client's Fallback", client.ErrUnavailable)
-			}
-			if err != nil {
+			if err = fellBack(err, one.Degraded); err != nil {
 				return client.PolicyResult{}, err
 			}
 			*st = slicedStatus(r, one)
@@ -163,6 +157,15 @@ func (l *Limiter) policySliced(ctx context.Context, descs []client.Descriptor) (
 		}
 	}
 	return res, nil
+}
+
+// fellBack is a Slicer call's error, or ErrUnavailable for an answer of the Client's
+// Fallback (degraded): a Policy Limiter falls back open or closed instead.
+func fellBack(err error, degraded bool) error {
+	if err == nil && degraded {
+		return fmt.Errorf("%w: decided by the Client's Fallback", client.ErrUnavailable)
+	}
+	return err
 }
 
 // charged reports whether RL.POLICY charges r's key: an enforcing, shadow or quota rule.

@@ -247,12 +247,8 @@ func (r *Region) slice(ctx context.Context, key []byte, l client.Limit, req algo
 	if err != nil {
 		return algo.Decision{}, upstreamError(err)
 	}
-	retry := sl.RetryAfter.Microseconds()
-	if sl.RetryAfter == client.Never {
-		retry = -1
-	}
 	return algo.Decision{Allowed: sl.Granted > 0, Granted: int64(sl.Granted), Limit: int64(sl.Limit),
-		Remaining: int64(sl.Remaining), RetryAfter: retry, ResetAfter: sl.ResetAfter.Microseconds(),
+		Remaining: int64(sl.Remaining), RetryAfter: retryMicros(sl.RetryAfter), ResetAfter: sl.ResetAfter.Microseconds(),
 		ValidFor: sl.Valid.Microseconds()}, nil
 }
 
@@ -356,10 +352,14 @@ func limitOf(req algo.Request) (client.Limit, bool) {
 
 // decisionOf is the reply of a Result: the five integers.
 func decisionOf(res client.Result) algo.Decision {
-	retry := res.RetryAfter.Microseconds()
-	if res.RetryAfter == client.Never {
-		retry = -1
-	}
 	return algo.Decision{Allowed: res.Allowed, Limit: int64(res.Limit), Remaining: int64(res.Remaining),
-		RetryAfter: retry, ResetAfter: res.ResetAfter.Microseconds()}
+		RetryAfter: retryMicros(res.RetryAfter), ResetAfter: res.ResetAfter.Microseconds()}
+}
+
+// retryMicros is a client's RetryAfter as the reply's retry_after: µs, -1 for Never.
+func retryMicros(d time.Duration) int64 {
+	if d == client.Never {
+		return -1
+	}
+	return d.Microseconds()
 }
