@@ -107,19 +107,42 @@ func redisCLI(t testing.TB, cli string, args ...string) string {
 func tail(s string) string { return s[max(0, len(s)-3000):] }
 
 // clusterCheck runs redis-cli --cluster check against the address last in args,
-// the options before it, and requires it to find nothing wrong: every node
-// agreeing, no open slot, every slot covered.
+// the options before it, until it finds nothing wrong: every node agreeing, no
+// open slot, every slot covered. It tries for 10 s, as Redis's own cluster tests
+// wait for --cluster check to pass: a move's SETSLOT NODE reaches every node at
+// once, but a claim a node sent before it may still arrive and hold the slot for
+// the old owner until the next exchange.
 func clusterCheck(t *testing.T, cli string, args ...string) {
 	t.Helper()
-	out := redisCLI(t, cli, slices.Concat(args[:len(args)-1], []string{"--cluster", "check", args[len(args)-1]})...)
+	argv := slices.Concat(args[:len(args)-1], []string{"--cluster", "check", args[len(args)-1]})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.Command(cli, argv...).CombinedOutput()
+		problem := checkProblem(string(out), err)
+		if problem == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("--cluster check: %s:\n%s", problem, tail(string(out)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkProblem is what is wrong in redis-cli --cluster check's output, or "".
+func checkProblem(out string, err error) string {
 	for _, want := range []string{"[OK] All nodes agree about slots configuration.", "[OK] All 16384 slots covered."} {
 		if !strings.Contains(out, want) {
-			t.Fatalf("--cluster check: no %q:\n%s", want, tail(out))
+			return fmt.Sprintf("no %q", want)
 		}
 	}
 	if strings.Contains(out, "[ERR]") || strings.Contains(out, "[WARNING]") {
-		t.Fatalf("--cluster check:\n%s", tail(out))
+		return "an error or warning"
 	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // waitKnown waits until every node's table holds exactly want nodes.
