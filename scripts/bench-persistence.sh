@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The append-only log's cost, measured by redis-benchmark in the same run on the same
 # disk: RL.TOKEN at -P 16 and -P 1 with appendfsync everysec against no persistence;
-# with appendfsync always against Redis's own INCR with appendfsync always; then the
+# with appendfsync always against Redis's own INCR with appendfsync always, beside the
+# ceilings of three server models that do nothing but log, sync and answer; then the
 # start-up replay of a log of KEYS keys against loading a snapshot of the same keys.
 # Servers on CPU 0, redis-benchmark on CPU 1 (taskset).
 # Usage: scripts/bench-persistence.sh [requests]   (make bench-persistence)
@@ -17,6 +18,7 @@ for tool in redis-server redis-cli redis-benchmark taskset; do
 done
 [ -x bin/rlserver ] || go build -o bin/rlserver ./cmd/rlserver
 tmp=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bench-persistence.XXXXXX") # a real disk, not /tmp's tmpfs
+go build -C cmd/rlbench -o "$tmp/rlbench" .
 pid=""
 stop() { [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }; pid=""; }
 trap 'stop; rm -rf "$tmp"' EXIT
@@ -54,6 +56,15 @@ for p in 16 1; do
   redis redis-always --appendonly yes --appendfsync always; base=$(bench "$p" INCR "c:__rand_int__"); stop
   rl always --appendonly yes --appendfsync always; got=$(bench "$p" "${token[@]}"); stop
   printf '%-44s %3s %10s %10s %7s\n' "RL.TOKEN always vs Redis INCR always" "$p" "$got" "$base" "$(ratio "$got" "$base")"
+  # The ceiling of each server model under always: rlbench groupcommit logs a record a
+  # command, syncs and answers, doing no command's work, with a goroutine a connection
+  # (conns: rlserver's model), with the syncer writing the answers (writer), and in
+  # Redis's one-thread event loop (loop).
+  for model in conns writer loop; do
+    start "groupcommit-$model" "$tmp/rlbench" groupcommit -model "$model" -addr "127.0.0.1:$PORT" -file "$tmp/groupcommit-$model/log"
+    got=$(bench "$p" INCR "c:__rand_int__" 2>/dev/null); stop # it answers no CONFIG GET: redis-benchmark warns
+    printf '%-44s %3s %10s %10s %7s\n' "groupcommit $model vs Redis INCR always" "$p" "$got" "$base" "$(ratio "$got" "$base")"
+  done
 done
 
 # Replay: the time from the start of the process to its first PONG, for a log against

@@ -50,6 +50,12 @@
 // second sustained, three seconds at burst 1), rlserver beside golang.org/x/time/rate:
 //
 //	rlbench burst [-rlserver-bin bin/rlserver] [-goroutines 16] [-out results]
+//
+// groupcommit serves the least a RESP server does under appendfsync always (log a
+// record a command, fdatasync, answer), in three models, for bench-persistence's
+// ceilings (groupcommit.go):
+//
+//	rlbench groupcommit [-model conns|writer|loop] [-addr 127.0.0.1:16390] -file PATH
 package main
 
 import (
@@ -164,6 +170,9 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "burst" {
 		return runBurstBench(ctx, args[1:], w)
+	}
+	if len(args) > 0 && args[0] == "groupcommit" {
+		return runGroupCommit(ctx, args[1:], w)
 	}
 	cfg, name, err := parseFlags(args)
 	if err != nil {
