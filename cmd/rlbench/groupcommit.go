@@ -125,10 +125,21 @@ func (g *groupLog) add(n int, r reply) int64 {
 	return end
 }
 
+// record is what groupcommit logs for a command: recordSize bytes.
+var record = bytes.Repeat([]byte{'r'}, recordSize)
+
 // appendRecords appends n records to b.
 func appendRecords(b []byte, n int) []byte {
-	for range n * recordSize {
-		b = append(b, 'r')
+	for range n {
+		b = append(b, record...)
+	}
+	return b
+}
+
+// appendAnswers appends n answers ":1" to b.
+func appendAnswers(b []byte, n int) []byte {
+	for range n {
+		b = append(b, ":1\r\n"...)
 	}
 	return b
 }
@@ -199,7 +210,7 @@ func (g *groupLog) serve(c net.Conn) {
 			continue
 		}
 		pending = append(pending[:0], pending[used:]...)
-		answers := bytes.Repeat([]byte(":1\r\n"), cmds)
+		answers := appendAnswers(nil, cmds) // the writer model keeps it until the sync
 		end := g.add(cmds, reply{c, answers})
 		if g.repliesBySyncer {
 			continue

@@ -79,9 +79,7 @@ func serveLoop(ctx context.Context, ln net.Listener, f *os.File) error {
 				continue
 			}
 			records = appendRecords(records, cmds)
-			for range cmds {
-				c.out = append(c.out, ":1\r\n"...)
-			}
+			c.out = appendAnswers(c.out, cmds)
 			answered = append(answered, fd)
 		}
 		if len(records) > 0 {
