@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -92,7 +93,7 @@ func TestMigrateUnderCalls(t *testing.T) {
 		k := fmt.Sprintf("{m%d}:k", i)
 		slots[int(cluster.Slot([]byte(k)))] = true
 		for range 3 {
-			if err := a.Do(ctx, "RL.FIXED", k, 3, 600000).Err(); err != nil {
+			if err := a.Do(ctx, "RL.FIXED", k, 3, testenv.YearWindowMs).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -114,7 +115,7 @@ func TestMigrateUnderCalls(t *testing.T) {
 					return
 				default:
 				}
-				v, err := cc.Do(ctx, "RL.FIXED", fmt.Sprintf("{m%d}:k", i%keys), 3, 600000).Slice()
+				v, err := cc.Do(ctx, "RL.FIXED", fmt.Sprintf("{m%d}:k", i%keys), 3, testenv.YearWindowMs).Slice()
 				calls.Add(1)
 				if err != nil || v[0] != int64(0) {
 					bad.Add(1)
@@ -122,7 +123,7 @@ func TestMigrateUnderCalls(t *testing.T) {
 				}
 				// A counting key beside it, in its slot: a call lost in the move
 				// would leave its count below the calls admitted.
-				v, err = cc.Do(ctx, "RL.FIXED", fmt.Sprintf("{m%d}:n", i%keys), 1_000_000, 600000).Slice()
+				v, err = cc.Do(ctx, "RL.FIXED", fmt.Sprintf("{m%d}:n", i%keys), 1_000_000, testenv.YearWindowMs).Slice()
 				if err != nil || v[0] != int64(1) {
 					bad.Add(1)
 					first.CompareAndSwap(nil, fmt.Sprint(v, err))
@@ -174,7 +175,7 @@ func TestMigrateUnderCalls(t *testing.T) {
 		t.Fatalf("b holds %d keys, want %d", n, 2*keys)
 	}
 	for i := range keys {
-		v, err := b.Do(ctx, "RL.FIXED", fmt.Sprintf("{m%d}:n", i), 1_000_000, 600000, "COST", 0, "PEEK").Slice()
+		v, err := b.Do(ctx, "RL.FIXED", fmt.Sprintf("{m%d}:n", i), 1_000_000, testenv.YearWindowMs, "COST", 0, "PEEK").Slice()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/core"
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/testenv"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -27,7 +28,7 @@ func TestClusterReplicaInProcess(t *testing.T) {
 	a, b := metNodes(t)
 	aID, bID := a.ClusterMyID(ctx).Val(), b.ClusterMyID(ctx).Val()
 	for range 5 {
-		if err := a.Do(ctx, "RL.FIXED", "k", 5, 600000).Err(); err != nil {
+		if err := a.Do(ctx, "RL.FIXED", "k", 5, testenv.YearWindowMs).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,7 +49,7 @@ func TestClusterReplicaInProcess(t *testing.T) {
 		if readonly {
 			conn.ReadOnly(ctx)
 		}
-		if err := conn.Do(ctx, "RL.FIXED", "k", 5, 600000).Err(); err == nil || err.Error() != moved {
+		if err := conn.Do(ctx, "RL.FIXED", "k", 5, testenv.YearWindowMs).Err(); err == nil || err.Error() != moved {
 			t.Fatalf("the replica, READONLY %v: %v, want %s", readonly, err, moved)
 		}
 	}
@@ -56,14 +57,14 @@ func TestClusterReplicaInProcess(t *testing.T) {
 	if err := b.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := b.Do(ctx, "RL.FIXED", "k", 5, 600000).Slice(); err != nil || v[0] != int64(0) {
+	if v, err := b.Do(ctx, "RL.FIXED", "k", 5, testenv.YearWindowMs).Slice(); err != nil || v[0] != int64(0) {
 		t.Fatalf("the promoted replica on the drained key: %v %v", v, err)
 	}
 	poll.Until(t, 10*time.Second, "the old master following its promoted replica", func() bool {
 		return strings.Contains(a.ClusterNodes(ctx).Val(), "myself,slave "+bID) && a.Do(ctx, "ROLE").Val().([]any)[0] == "slave"
 	})
 	toB := "MOVED " + strconv.Itoa(int(cluster.Slot([]byte("k")))) + " " + b.Options().Addr
-	if err := a.Do(ctx, "RL.FIXED", "k", 5, 600000).Err(); err == nil || err.Error() != toB {
+	if err := a.Do(ctx, "RL.FIXED", "k", 5, testenv.YearWindowMs).Err(); err == nil || err.Error() != toB {
 		t.Fatalf("the old master: %v, want %s", err, toB)
 	}
 	if err := a.Do(ctx, "REPLICAOF", "127.0.0.1", 1).Err(); err == nil || !strings.Contains(err.Error(), "no cluster node at 127.0.0.1:1") {

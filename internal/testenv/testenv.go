@@ -24,6 +24,12 @@ import (
 	"github.com/rlserver/rlserver/resp"
 )
 
+// YearWindowMs is the longest window RL.FIXED takes, a year, in ms. Fixed windows
+// start at multiples of their length since the epoch, so a 10-minute one turns over
+// during one in 120 runs of a 5-second test: a test that fills a key on the real
+// clock and counts on it staying full uses this window, which turns over once a year.
+const YearWindowMs = 31_536_000_000
+
 // StartServer runs an rlserver in-process on a free loopback port with cfg (its log
 // discarded unless cfg.Logger is set), closes it when tb ends, and returns its
 // address. Serve returning an error fails tb.

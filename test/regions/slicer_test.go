@@ -22,7 +22,7 @@ import (
 func TestRegionSlicer(t *testing.T) {
 	home, _, reg := startRegion(t, "share")
 	const limit = 300
-	args := []any{"RL.FIXED", "sl", limit, 3_600_000}
+	args := []any{"RL.FIXED", "sl", limit, testenv.YearWindowMs}
 	c, err := client.Open("redis://"+reg.Addr, client.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestRegionSlicer(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 150 {
-				res, err := s.Allow(context.Background(), "sl", client.Fixed(limit, time.Hour))
+				res, err := s.Allow(context.Background(), "sl", client.Fixed(limit, testenv.YearWindowMs*time.Millisecond))
 				if err != nil || res.Degraded {
 					t.Errorf("Allow through the region: %+v %v", res, err)
 					return
@@ -66,7 +66,7 @@ func TestRegionSlicer(t *testing.T) {
 	if n, err := rc.Exists(context.Background(), "sl").Result(); err != nil || n != 0 {
 		t.Errorf("the region's store holds the home's key: EXISTS %d %v", n, err)
 	}
-	err = rc.Do(context.Background(), "RL.SLICE", "FIXED", "sl", limit, 3_600_000, 1, "PEEK").Err()
+	err = rc.Do(context.Background(), "RL.SLICE", "FIXED", "sl", limit, testenv.YearWindowMs, 1, "PEEK").Err()
 	if err == nil || !strings.Contains(err.Error(), "ask its home") {
 		t.Errorf("RL.SLICE ... PEEK on the region: %v, want a refusal", err)
 	}
@@ -106,14 +106,14 @@ func TestRegionTLSACL(t *testing.T) {
 	rc := newClient(t, reg.Addr)
 	admitted := 0
 	for range 15 {
-		if do(t, rc, []any{"RL.FIXED", "rl:k", 10, 3_600_000}).allowed {
+		if do(t, rc, []any{"RL.FIXED", "rl:k", 10, testenv.YearWindowMs}).allowed {
 			admitted++
 		}
 	}
 	if admitted != 10 {
 		t.Errorf("the region admitted %d of 15, want the limit's 10", admitted)
 	}
-	v, err := hc.Do(ctx, "RL.FIXED", "rl:k", 10, 3_600_000, "PEEK").Int64Slice()
+	v, err := hc.Do(ctx, "RL.FIXED", "rl:k", 10, testenv.YearWindowMs, "PEEK").Int64Slice()
 	if err != nil || v[2] != 0 {
 		t.Errorf("the home: %v %v, want the key spent", v, err)
 	}
